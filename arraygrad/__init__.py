@@ -1,0 +1,46 @@
+"""arraygrad: PyTorch-style reverse-mode autograd for every Array API library.
+
+Wrap an array of any registered backend in a :class:`Variable`, compute with the differentiable
+namespace (``x.__array_namespace__()`` or :func:`namespace`), call ``backward()``, read ``.grad``.
+"""
+
+from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._plugins import (DEFAULT_CAPABILITIES, DEFAULT_TOLERANCES, BackendInfo, backends,
+                       get_backend, hookimpl, register_backend, registry)
+from ._variable import Variable
+from .errors import (ArraygradError, BackendError, BackendUnavailable, BackwardError,
+                     GradientError, InplaceError, NoRuleError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Variable", "namespace", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "backends", "register_backend", "hookimpl", "BackendInfo", "DEFAULT_TOLERANCES",
+    "DEFAULT_CAPABILITIES", "ArraygradError", "BackendError", "BackendUnavailable",
+    "BackwardError", "GradientError", "InplaceError", "NoRuleError",
+]
+
+
+def namespace(backend="numpy"):
+    """Return the differentiable Array API namespace of ``backend``.
+
+    ``backend`` is a registered name (``"numpy"``, ``"array_api_strict"``...), a backend's raw
+    namespace (``array_api_strict``), or an array or Variable of that backend.
+    """
+    if isinstance(backend, str):
+        return get_backend(backend).ns
+    if isinstance(backend, Variable):
+        return backend._backend.ns
+    owner = registry.of(backend)
+    if owner is not None:
+        return owner.ns
+    registry.ensure_loaded()
+    for candidate in registry.backends.values():
+        try:
+            if candidate.raw is backend or getattr(candidate.raw, "__name__", None) == getattr(
+                    backend, "__name__", ""):
+                return candidate.ns
+        except BackendUnavailable:
+            continue
+    raise BackendError(f"no registered backend matches {backend!r}; pass a backend name "
+                       f"({', '.join(sorted(registry.backends))}), its namespace or an array")

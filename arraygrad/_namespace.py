@@ -1,0 +1,422 @@
+"""Build the differentiable Array API namespace of a backend from its raw namespace.
+
+Every function of the standard is wrapped according to what it is: differentiable (it has a
+rule: the call is recorded when an input requires grad), non-differentiable (results never
+require grad), a constructor (results are constants), a dtype question (answered as is).
+A function with no rule still runs; backward through it raises an error naming it.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+
+from . import _grad_mode, _standard
+from ._engine import Node, accumulator
+from ._variable import Variable
+from .errors import BackendError
+from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
+
+_SCALARS = (bool, int, float, complex, type(None))
+_state = _grad_mode.state
+_make = Variable._make
+
+
+class Namespace(types.SimpleNamespace):
+    """A differentiable Array API namespace over one backend (``arraygrad.namespace(name)``)."""
+
+    def __repr__(self):
+        return f"<arraygrad namespace over {self._backend.name!r}>"
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
+            f"the backend's own namespace does not provide it")
+
+
+def mixed_backends(a, b, where):
+    return BackendError(
+        f"{where}: cannot mix Variables or arrays of backend {a.name!r} and backend {b.name!r} "
+        "in one operation; move one of them first (Variable.to(backend)) so both match")
+
+
+class _Recorder:
+    """Turns one raw function into a differentiable one, for one backend."""
+
+    def __init__(self, backend, name, raw_function, rule: Rule):
+        self.backend = backend
+        self.name = name
+        self.raw_function = raw_function
+        self.rule = rule
+        self.override = None
+
+    # ------------------------------------------------------------------ argument handling
+    def unwrap(self, value):
+        """Raw value of an argument: a Variable's data, after checking its backend."""
+        if value.__class__ is Variable:
+            if value._backend is not self.backend:
+                raise mixed_backends(self.backend, value._backend, self.name)
+            return value.data
+        if isinstance(value, _SCALARS) or isinstance(value, (str, slice, type(Ellipsis))):
+            return value
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.unwrap(v) for v in value)
+        if isinstance(value, Variable):
+            return self.unwrap(value)  # a subclass
+        from ._plugins import registry
+
+        owner = registry.of(value)
+        if owner is not None and owner is not self.backend:
+            raise mixed_backends(self.backend, owner, self.name)
+        return value
+
+    def record(self, inputs, raw_inputs, out, params):
+        """Wrap the raw result ``out``; record a Node when some input requires grad."""
+        backend = self.backend
+        coerce = backend.coerce
+        rule = self.rule
+        multiple = isinstance(out, (tuple, list))
+        outs = [coerce(o) for o in out] if multiple else [coerce(out)]
+        needs = _state.enabled and any(
+            v.__class__ is Variable and v._requires_grad for v in inputs)
+        if not needs:
+            results = [_make(o, backend, None, 0, False) for o in outs]
+            return _pack(out, results) if multiple else results[0]
+        edges = tuple(v._edge if v.__class__ is Variable else None for v in inputs)
+        meta = [(tuple(r.shape), r.dtype) if edge is not None else None
+                for r, edge in zip(raw_inputs, edges)]
+        if multiple:
+            meta.extend((tuple(o.shape), o.dtype) for o in outs)
+        versions = []
+        saved = []
+        for kind, index in rule.sources:
+            if kind == "input":
+                saved.append(raw_inputs[index])
+                _note_version(inputs[index], versions)
+            elif kind == "inputs":
+                saved.append(list(raw_inputs))
+                for v in inputs:
+                    _note_version(v, versions)
+            elif kind == "ans":
+                saved.append(tuple(outs) if multiple else outs[0])
+            elif kind == "shape":
+                saved.append(_shape(raw_inputs[index]))
+            else:
+                saved.append([_shape(r) for r in raw_inputs])
+        node = Node(rule, backend, edges, meta, tuple(saved), params, tuple(versions),
+                    len(outs) if multiple else 1)
+        results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
+        for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
+            if not _is_inexact(backend, result.data):
+                result.grad_fn, result._requires_grad = None, False
+        return _pack(out, results) if multiple else results[0]
+
+    # -------------------------------------------------------------------------- the calls
+    def __call__(self, *args, **kwargs):
+        rule = self.rule
+        if rule.sequence == "list":
+            inputs, rest = list(args[0]) if args else list(kwargs.pop("arrays")), args[1:]
+        elif rule.sequence == "varargs":
+            inputs, rest = list(args), ()
+        elif rule.vjps is None:  # no rule: every Variable argument is an input
+            inputs = [a for a in args if isinstance(a, Variable)]
+            rest = ()
+        else:
+            count = len(rule.arrays)
+            inputs, rest = list(args[:count]), args[count:]
+            for name in rule.arrays[len(inputs):]:
+                if name not in kwargs:
+                    break
+                inputs.append(kwargs.pop(name))
+        unwrap = self.unwrap
+        raw_inputs = [unwrap(v) for v in inputs]
+        raw_rest = [unwrap(v) for v in rest]
+        raw_kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+        if rule.sequence == "list":
+            out = self.raw_function(raw_inputs, *raw_rest, **raw_kwargs)
+        elif rule.vjps is None:
+            out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
+        else:
+            out = self.raw_function(*raw_inputs, *raw_rest, **raw_kwargs)
+        params = dict(zip(rule.params, raw_rest))
+        params.update(raw_kwargs)
+        return self.record(inputs, raw_inputs, out, params)
+
+
+def _note_version(value, versions):
+    if value.__class__ is Variable:
+        version = value._version
+        if version is None:
+            from ._engine import Version
+
+            version = value._version = Version()
+        versions.append((version, version.value))
+
+
+def _shape(value):
+    return tuple(value.shape) if hasattr(value, "shape") else ()
+
+
+def _pack(out, results):
+    if hasattr(out, "_fields"):  # a named tuple such as eigh's or svd's
+        return type(out)(*results)
+    return type(out)(results) if isinstance(out, (tuple, list)) else results
+
+
+def _is_inexact(backend, array):
+    """Whether ``array`` has a floating or complex dtype (cached per backend and dtype)."""
+    dtype = array.dtype
+    try:
+        return backend.inexact[dtype]
+    except KeyError:
+        answer = backend.inexact[dtype] = bool(
+            backend.raw.isdtype(dtype, ("real floating", "complex floating")))
+        return answer
+
+
+def _unary_fast(recorder):
+    """A faster path for one-array functions without options (``sin(x)``)."""
+    backend, raw_function, rule = recorder.backend, recorder.raw_function, recorder.rule
+    sources = rule.sources
+    coerce = backend.coerce
+    general = recorder.__call__
+
+    def function(x, /, **kwargs):
+        if x.__class__ is not Variable or kwargs or x._backend is not backend:
+            return general(x, **kwargs)
+        data = x.data
+        out = coerce(raw_function(data))
+        if not (x._requires_grad and _state.enabled):
+            return _make(out, backend, None, 0, False)
+        saved, versions = _save_unary(sources, x, data, out)
+        node = Node(rule, backend, (x._edge,), ((data.shape, data.dtype),), saved, None,
+                    versions)
+        return _make(out, backend, node, 0)
+
+    return function
+
+
+def _save_unary(sources, x, data, out):
+    if not sources:
+        return (), ()
+    saved, versions = [], []
+    for kind, _ in sources:
+        if kind == "ans":
+            saved.append(out)
+        elif kind == "input":
+            saved.append(data)
+            _note_version(x, versions)
+        else:
+            saved.append(tuple(data.shape))
+    return tuple(saved), tuple(versions)
+
+
+def _binary_fast(recorder, raw_function, reflected=False):
+    """A faster path for two-argument elementwise functions and operators (``x * y``, ``2 * x``)."""
+    backend, rule = recorder.backend, recorder.rule
+    sources = rule.sources
+    coerce = backend.coerce
+    unwrap = recorder.unwrap
+
+    def function(a, b, /):
+        if reflected:
+            a, b = b, a
+        if a.__class__ is Variable:
+            if a._backend is not backend:
+                raise mixed_backends(backend, a._backend, recorder.name)
+            ra = a.data
+        else:
+            ra = unwrap(a)
+        if b.__class__ is Variable:
+            if b._backend is not backend:
+                raise mixed_backends(backend, b._backend, recorder.name)
+            rb = b.data
+        else:
+            rb = unwrap(b)
+        out = coerce(raw_function(ra, rb))
+        needs_a = a.__class__ is Variable and a._requires_grad
+        needs_b = b.__class__ is Variable and b._requires_grad
+        if not ((needs_a or needs_b) and _state.enabled):
+            return _make(out, backend, None, 0, False)
+        saved = []
+        versions = []
+        for kind, index in sources:
+            if kind == "ans":
+                saved.append(out)
+            elif kind == "input":
+                saved.append(rb if index else ra)
+                _note_version(b if index else a, versions)
+            else:
+                saved.append(_shape(rb if index else ra))
+        node = Node(rule, backend,
+                    (a._edge if needs_a else None, b._edge if needs_b else None),
+                    ((ra.shape, ra.dtype) if needs_a else None,
+                     (rb.shape, rb.dtype) if needs_b else None),
+                    tuple(saved), None, tuple(versions))
+        if not _is_inexact(backend, out):
+            return _make(out, backend, None, 0, False)
+        return _make(out, backend, node, 0)
+
+    return function
+
+
+def _plain(backend, name, raw_function, constant_inputs=False):
+    """A function whose results never require grad: comparisons, argmax, constructors..."""
+    recorder = _Recorder(backend, name, raw_function, None)
+    unwrap = recorder.unwrap
+
+    def function(*args, **kwargs):
+        out = raw_function(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+        coerce = backend.coerce
+        if isinstance(out, (tuple, list)):
+            return _pack(out, [_make(coerce(o), backend, None, 0, False) for o in out])
+        return _make(coerce(out), backend, None, 0, False)
+
+    function.__name__ = name.rsplit(".", 1)[-1]
+    return function
+
+
+def _question(backend, name, raw_function):
+    """A dtype question (``finfo``, ``result_type``...): arguments unwrapped, answer as is."""
+    recorder = _Recorder(backend, name, raw_function, None)
+
+    def function(*args, **kwargs):
+        return raw_function(*[recorder.unwrap(a) for a in args],
+                            **{k: recorder.unwrap(v) for k, v in kwargs.items()})
+
+    function.__name__ = name
+    return function
+
+
+def _resolve(raw, name):
+    target = raw
+    for part in name.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return None
+    return target
+
+
+def build_namespace(backend) -> Namespace:
+    """Build the differentiable namespace of ``backend`` (called once per backend)."""
+    raw = backend.raw
+    ns = Namespace(_backend=backend, __name__=f"arraygrad[{backend.name}]")
+    ns.linalg = Namespace(_backend=backend, __name__=f"arraygrad[{backend.name}].linalg")
+    ns.fft = Namespace(_backend=backend, __name__=f"arraygrad[{backend.name}].fft")
+    ns.__array_api_version__ = getattr(raw, "__array_api_version__", "2024.12")
+    for name in (*_standard.DTYPES, *_standard.CONSTANTS):
+        if hasattr(raw, name):
+            setattr(ns, name, getattr(raw, name))
+    if hasattr(raw, "__array_namespace_info__"):
+        ns.__array_namespace_info__ = raw.__array_namespace_info__
+    recorders = {}
+    for name in _standard.FUNCTIONS:
+        raw_function = _resolve(raw, name)
+        if raw_function is None:
+            continue
+        if name in _standard.QUESTIONS:
+            function = _question(backend, name, raw_function)
+        elif name in NONDIFFERENTIABLE or name in _standard.CONSTRUCTORS:
+            function = _plain(backend, name, raw_function)
+        else:
+            rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
+            recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
+            if _is_simple_unary(rule):
+                function = _unary_fast(recorder)
+            elif name in _standard.ELEMENTWISE and rule.arrays == ("x1", "x2"):
+                function = _binary_fast(recorder, raw_function)
+            else:
+                function = recorder.__call__
+        _install(ns, name, function)
+    _install_specials(ns, backend, recorders)
+    backend.operators = _operators(ns, backend, recorders)
+    return ns
+
+
+def _is_simple_unary(rule):
+    return rule.vjps is not None and rule.arrays == ("x",) and not rule.params and all(
+        kind in ("ans", "input", "shape") for kind, _ in rule.sources) and not any(
+        rule.keywords)
+
+
+def _install(ns, name, function):
+    if "." in name:
+        extension, short = name.split(".")
+        setattr(getattr(ns, extension), short, function)
+    else:
+        setattr(ns, name, function)
+
+
+def _install_specials(ns, backend, recorders):
+    """``asarray`` keeps Variables in the graph; indexing and ``to_device`` are recorded."""
+    raw = backend.raw
+    raw_asarray = raw.asarray
+    astype = getattr(ns, "astype", None)
+    unwrap = _Recorder(backend, "asarray", raw_asarray, None).unwrap
+
+    def asarray(obj, /, *, dtype=None, device=None, copy=None):
+        # Code written against the standard often starts with x = xp.asarray(x): keep x's graph.
+        if isinstance(obj, Variable):
+            if obj._backend is not backend:
+                raise mixed_backends(backend, obj._backend, "asarray")
+            result = obj
+            if dtype is not None and dtype != obj.dtype:
+                result = astype(result, dtype)
+            elif copy:
+                result = result * 1 if _is_inexact(backend, result.data) else _make(
+                    raw_asarray(obj.data, copy=True), backend, None, 0, False)
+            if device is not None:
+                result = result.to_device(device)
+            return result
+        return _make(backend.coerce(raw_asarray(unwrap(obj), dtype=dtype, device=device, copy=copy)),
+                     backend, None, 0, False)
+
+    ns.asarray = asarray
+    getitem = _Recorder(backend, "__getitem__", lambda x, *, key: x[key], RULES["getitem"])
+
+    def _getitem(x, key):
+        return getitem(x, key=key)
+
+    def raw_setitem(x, value, *, key):
+        copy = raw_asarray(x, copy=True)
+        copy[key] = value
+        return copy
+
+    setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
+
+    def _setitem(x, key, value):
+        return setitem(x, value, key=key)
+
+    def raw_to_device(x, *, device, stream=None):
+        return x.to_device(device, stream=stream) if stream is not None else x.to_device(device)
+
+    to_device = _Recorder(backend, "to_device", raw_to_device, RULES["to_device"])
+
+    def _to_device(x, device, stream):
+        return to_device(x, device=device, stream=stream)
+
+    ns._getitem = _getitem
+    ns._setitem = _setitem
+    ns._to_device = _to_device
+
+
+def _operators(ns, backend, recorders):
+    """The functions behind Variable's operators: Python's operators on the raw values, so that
+    Python scalars work on every backend (``2 * x``, ``x ** 2``)."""
+    from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS
+
+    table = {}
+    for dunder, name in {**_BINARY_OPERATORS, **_COMPARISONS}.items():
+        raw_operator = getattr(operator, dunder if dunder not in ("and", "or") else dunder + "_")
+        if name in recorders:
+            table[name] = _binary_fast(recorders[name], raw_operator)
+            table["r" + name] = _binary_fast(recorders[name], raw_operator, reflected=True)
+        else:
+            plain = _plain(backend, name, raw_operator)
+            table[name] = plain
+            table["r" + name] = lambda a, b, plain=plain: plain(b, a)
+    for dunder, name in _UNARY_OPERATORS.items():
+        table[name] = getattr(ns, name)
+    return table

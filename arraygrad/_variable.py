@@ -1,0 +1,474 @@
+"""``Variable``: a backend array plus the autograd metadata PyTorch users know.
+
+A Variable is a thin shell: every operator delegates to the differentiable namespace of its
+backend, which records the operation when a gradient is needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+from . import _engine, _grad_mode
+from ._plugins import registry
+from .errors import BackendError, BackwardError, GradientError, InplaceError
+
+_volatile_warned = False
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self._hooks = hooks
+        self.id = next(self._ids)
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+
+class Variable:
+    """A differentiable wrapper of an Array API array.
+
+    Parameters
+    ----------
+    data : array
+        An array of any registered backend (NumPy, array-api-strict, ...); kept as is, not copied.
+        Python scalars and nested lists become arrays of the default backend, ``"numpy"``.
+    requires_grad : bool
+        Record operations on this Variable so that ``backward()`` fills its ``.grad``.
+        Only floating-point and complex arrays can require grad.
+    """
+
+    __slots__ = ("data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
+                 "_version", "_hooks", "_retains_grad", "_accumulator", "__weakref__")
+    __array_ufunc__ = None  # NumPy defers to our reflected operators (ndarray + Variable)
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    def __init__(self, data, requires_grad: bool = False, volatile=None):
+        global _volatile_warned
+        if volatile is not None and not _volatile_warned:
+            _volatile_warned = True
+            warnings.warn("volatile has no effect: use `with arraygrad.no_grad():` instead",
+                          UserWarning, stacklevel=2)
+        if isinstance(data, Variable):
+            data = data.data
+        backend = registry.of(data)
+        if backend is None:
+            if isinstance(data, (bool, int, float, complex, list, tuple)):
+                backend = registry.get("numpy")
+                data = backend.raw.asarray(data)
+            else:
+                names = ", ".join(sorted(registry.backends)) or "none"
+                raise BackendError(
+                    f"Variable() got a {type(data).__module__}.{type(data).__qualname__}, which "
+                    f"no registered backend owns (registered: {names}). Pass an array of one of "
+                    "them, or register a plugin for its library with arraygrad.register_backend().")
+        else:
+            data = backend.coerce(data)
+        if backend.operators is None:
+            backend.ns  # build the namespace, which Variable's operators use
+        self.data = data
+        self.grad_fn = None
+        self._backend = backend
+        self._output_nr = 0
+        self._requires_grad = False
+        self._grad = None
+        self._version = None
+        self._hooks = None
+        self._retains_grad = False
+        self._accumulator = None
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _make(cls, data, backend, grad_fn, output_nr, requires_grad=True):
+        """Wrap a raw result without checks (the namespace's fast path)."""
+        self = cls.__new__(cls)
+        self.data = data
+        self.grad_fn = grad_fn
+        self._backend = backend
+        self._output_nr = output_nr
+        self._requires_grad = requires_grad
+        self._grad = None
+        self._version = None
+        self._hooks = None
+        self._retains_grad = False
+        self._accumulator = None
+        return self
+
+    # ---------------------------------------------------------------- autograd attributes
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool):
+        flag = bool(flag)
+        if self.grad_fn is not None:
+            if not flag:
+                raise BackwardError(
+                    "requires_grad can only be switched off on a leaf Variable; this one was "
+                    f"made by {self.grad_fn.name()}. Use y = x.detach() instead.")
+            return
+        if flag and not self._backend.raw.isdtype(self.data.dtype, ("real floating", "complex floating")):
+            raise GradientError(
+                f"only floating-point and complex Variables can require grad, but this one has "
+                f"dtype {self.data.dtype}. Convert it first, e.g. "
+                "Variable(xp.astype(a, xp.float64), requires_grad=True).")
+        self._requires_grad = flag
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Variable that is not a leaf is being read. backward() "
+                "does not fill it; call .retain_grad() on the Variable before backward() if you "
+                "want its gradient.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Variable):
+                value = Variable(value)
+            if value._backend is not self._backend:
+                raise BackendError(
+                    f"cannot assign a .grad of backend {value._backend.name!r} to a Variable of "
+                    f"backend {self._backend.name!r}")
+            _engine._check_same(value, self, "the assigned .grad")
+        self._grad = value
+
+    @property
+    def _edge(self):
+        if self.grad_fn is not None:
+            return (self.grad_fn, self._output_nr)
+        if self._requires_grad:
+            return (_engine.accumulator(self), 0)
+        return None
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Compute the gradient of this Variable with respect to the leaves of its graph and add
+        it to their ``.grad``.
+
+        Parameters
+        ----------
+        gradient : array, Variable or nested list, optional
+            The gradient of some scalar with respect to this Variable, of its shape and dtype.
+            May be omitted only for a single-element Variable (then 1).
+        retain_graph : bool, optional
+            Keep the saved values so that backward can run through this graph again.
+            Defaults to ``create_graph``.
+        create_graph : bool
+            Record the backward pass itself, so the gradients can be differentiated again.
+        """
+        edge = self._edge
+        if edge is None:
+            raise BackwardError(
+                "backward() was called on a Variable that does not require grad and has no "
+                "grad_fn: nothing in its computation requires grad. Create the inputs with "
+                "requires_grad=True (and outside no_grad()).")
+        if retain_graph is None:
+            retain_graph = create_graph
+        grad = self._seed(gradient, create_graph)
+        _engine.backward([(edge, grad)], retain_graph, create_graph)
+
+    def _seed(self, gradient, create_graph):
+        """Check the gradient given to backward() against this Variable; make 1 if none."""
+        backend = self._backend
+        raw = backend.raw
+        if gradient is None:
+            if self.size != 1:
+                raise BackwardError(
+                    f"backward() needs a gradient for a Variable of shape {tuple(self.shape)}: "
+                    "an implicit gradient exists only for single-element outputs. Pass "
+                    "gradient=xp.ones_like(y) (or a gradient of that shape), or reduce first, "
+                    "e.g. xp.sum(y).backward().")
+            grad = raw.ones_like(self.data)
+        elif isinstance(gradient, Variable):
+            if gradient._backend is not backend:
+                raise BackendError(
+                    f"the gradient passed to backward() is a Variable of backend "
+                    f"{gradient._backend.name!r}, but the output is of backend {backend.name!r}")
+            grad = gradient if create_graph else gradient.data
+        else:
+            owner = registry.of(gradient)
+            if owner is None:
+                grad = raw.asarray(gradient, dtype=self.dtype, device=self.device)
+            elif owner is not backend:
+                raise BackendError(
+                    f"the gradient passed to backward() is an array of backend {owner.name!r}, "
+                    f"but the output is of backend {backend.name!r}")
+            else:
+                grad = backend.coerce(gradient)
+        if tuple(grad.shape) != tuple(self.shape):
+            raise GradientError(
+                f"backward(): the gradient has shape {tuple(grad.shape)} but the output has shape "
+                f"{tuple(self.shape)}; they must be equal (gradients are not broadcast).")
+        if grad.dtype != self.dtype:
+            raise GradientError(
+                f"backward(): the gradient has dtype {grad.dtype} but the output has dtype "
+                f"{self.dtype}; cast it, e.g. xp.astype(gradient, {self.dtype}).")
+        if create_graph and not isinstance(grad, Variable):
+            grad = Variable._make(grad, backend, None, 0, False)
+        return grad
+
+    def detach(self) -> "Variable":
+        """Return a Variable sharing this one's data, cut off from the graph."""
+        return Variable._make(self.data, self._backend, None, 0, False)
+
+    def detach_(self) -> "Variable":
+        """Cut this Variable off from the graph, making it a leaf that does not require grad."""
+        self.grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        """Ask backward() to fill ``.grad`` of this non-leaf Variable too."""
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise BackwardError("retain_grad() on a Variable that does not require grad")
+            return  # leaves always keep their gradient
+        if self._retains_grad:
+            return
+        import weakref
+
+        node = self.grad_fn
+        if node.retained is None:
+            node.retained = {}
+        node.retained[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(grad)`` whenever the gradient of this Variable is computed; a hook may
+        return a replacement gradient. Returns a handle whose ``remove()`` unregisters it."""
+        if not self._requires_grad:
+            raise BackwardError("cannot register a hook on a Variable that does not require grad")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            node = self.grad_fn
+            if node.pre_hooks is None:
+                node.pre_hooks = {}
+            hooks = node.pre_hooks.setdefault(self._output_nr, {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def zero_(self) -> "Variable":
+        """Fill with zeros in place (typically ``x.grad.zero_()``)."""
+        self._inplace_assign(self._backend.raw.zeros_like(self.data), "zero_()")
+        return self
+
+    def item(self):
+        """The single value of this Variable as a Python number."""
+        if self.size != 1:
+            raise ValueError(f"item() needs a single-element Variable, this one has shape "
+                             f"{tuple(self.shape)}")
+        value = self.data
+        if self.ndim:
+            value = self._backend.raw.reshape(value, ())
+        kind = self.dtype
+        raw = self._backend.raw
+        if raw.isdtype(kind, "bool"):
+            return bool(value)
+        if raw.isdtype(kind, "integral"):
+            return int(value)
+        if raw.isdtype(kind, "complex floating"):
+            return complex(value)
+        return float(value)
+
+    def numpy(self):
+        """The values as a NumPy array on the host (a copy where the backend needs one)."""
+        return self._backend.to_numpy(self.data)
+
+    # ------------------------------------------------------------------ array attributes
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self):
+        return self.data.device
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self):
+        return self.data.size
+
+    @property
+    def T(self):
+        if self.ndim != 2:
+            raise ValueError(f".T needs a 2-D Variable, this one has shape {tuple(self.shape)}; "
+                             "use .mT or xp.permute_dims")
+        return self._backend.ns.permute_dims(self, (1, 0))
+
+    @property
+    def mT(self):
+        return self._backend.ns.matrix_transpose(self)
+
+    @property
+    def backend(self) -> str:
+        """The name of the backend this Variable's data belongs to."""
+        return self._backend.name
+
+    def __array_namespace__(self, api_version=None):
+        return self._backend.ns
+
+    def __dlpack__(self, **kwargs):
+        return self.data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+    def to_device(self, device, /, *, stream=None):
+        return self._backend.ns._to_device(self, device, stream)
+
+    def __len__(self):
+        if not self.ndim:
+            raise TypeError("len() of a 0-d Variable")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self):
+        return bool(self.data)
+
+    def __int__(self):
+        return int(self.data)
+
+    def __float__(self):
+        return float(self.data)
+
+    def __complex__(self):
+        return complex(self.data)
+
+    def __index__(self):
+        return self.data.__index__()
+
+    def __repr__(self):
+        values = repr(self.data)
+        if self.grad_fn is not None:
+            extra = f", grad_fn=<{self.grad_fn.name()}>"
+        elif self._requires_grad:
+            extra = ", requires_grad=True"
+        else:
+            extra = ""
+        return f"Variable({values}{extra})"
+
+    # --------------------------------------------------------------------------- in place
+    def _inplace_check(self, op):
+        if self.grad_fn is None and self._requires_grad and _grad_mode.state.enabled:
+            raise InplaceError(
+                f"a leaf Variable that requires grad is used in an in-place operation ({op}). "
+                "Update parameters inside `with arraygrad.no_grad():`, or compute out of place "
+                "(y = x + 1).")
+
+    def _inplace_assign(self, result, op):
+        """Make ``self`` take ``result``'s value and history, bumping its version counter."""
+        if isinstance(result, Variable):
+            data, node, output_nr = result.data, result.grad_fn, result._output_nr
+            requires_grad = result._requires_grad
+        else:
+            data, node, output_nr, requires_grad = result, None, 0, self._requires_grad
+        if data.dtype != self.data.dtype:
+            raise TypeError(f"in-place {op} would change the dtype of a {self.data.dtype} "
+                            f"Variable to {data.dtype}; compute out of place instead")
+        version = self._version
+        if version is not None:
+            old = version.value
+            version.value += 1
+            version.last_op = op
+            if node is not None and node.versions:  # the op itself saw the value before it changed
+                node.versions = tuple((v, n + 1 if v is version and n == old else n)
+                                      for v, n in node.versions)
+        self.data = data
+        if node is not None or not self.is_leaf:
+            self.grad_fn = node
+            self._output_nr = output_nr
+            self._requires_grad = requires_grad or self._requires_grad
+
+    def _inplace(self, name, other, op):
+        self._inplace_check(op)
+        result = self._backend.operators[name](self, other)
+        self._inplace_assign(result, op)
+        return self
+
+    def __setitem__(self, key, value):
+        self._inplace_check("__setitem__")
+        result = self._backend.ns._setitem(self, key, value)
+        self._inplace_assign(result, "__setitem__")
+
+    def __getitem__(self, key):
+        return self._backend.ns._getitem(self, key)
+
+
+_BINARY_OPERATORS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+}
+_COMPARISONS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                "gt": "greater", "ge": "greater_equal"}
+_UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
+
+
+def _forward(name):
+    def operator(self, other):
+        return self._backend.operators[name](self, other)
+    return operator
+
+
+def _reflected(name):
+    def operator(self, other):
+        return self._backend.operators["r" + name](self, other)
+    return operator
+
+
+def _in_place(name, symbol):
+    def operator(self, other):
+        return self._inplace(name, other, symbol)
+    return operator
+
+
+def _unary(name):
+    def operator(self):
+        return self._backend.operators[name](self)
+    return operator
+
+
+_SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=",
+            "mod": "%=", "pow": "**=", "matmul": "@=", "and": "&=", "or": "|=", "xor": "^=",
+            "lshift": "<<=", "rshift": ">>="}
+
+for _dunder, _function in _BINARY_OPERATORS.items():
+    setattr(Variable, f"__{_dunder}__", _forward(_function))
+    setattr(Variable, f"__r{_dunder}__", _reflected(_function))
+    setattr(Variable, f"__i{_dunder}__", _in_place(_function, _SYMBOLS[_dunder]))
+for _dunder, _function in _COMPARISONS.items():
+    setattr(Variable, f"__{_dunder}__", _forward(_function))
+for _dunder, _function in _UNARY_OPERATORS.items():
+    setattr(Variable, f"__{_dunder}__", _unary(_function))

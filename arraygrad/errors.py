@@ -1,0 +1,29 @@
+"""Exceptions raised by arraygrad; each also derives from the builtin users would catch."""
+
+
+class ArraygradError(Exception):
+    """Base class of every error arraygrad raises on purpose."""
+
+
+class BackwardError(ArraygradError, RuntimeError):
+    """backward() cannot run: freed graph, non-scalar output without a gradient, and so on."""
+
+
+class GradientError(ArraygradError, ValueError):
+    """A gradient has the wrong shape, dtype or backend for the value it belongs to."""
+
+
+class BackendError(ArraygradError, TypeError):
+    """Arrays of two backends were mixed, or an object belongs to no registered backend."""
+
+
+class BackendUnavailable(ArraygradError, RuntimeError):
+    """The requested backend is registered but its library cannot be used here."""
+
+
+class InplaceError(ArraygradError, RuntimeError):
+    """A value that backward needs was modified in place, or an in-place op is not allowed."""
+
+
+class NoRuleError(ArraygradError, NotImplementedError):
+    """A differentiable path went through a function that has no differentiation rule."""

@@ -1,0 +1,175 @@
+"""Differentiation rules, one module per family of the Array API standard.
+
+A rule is written once against ``xp``: the engine calls it with the backend's raw namespace for an
+ordinary backward, and with the differentiable namespace when ``create_graph=True``, so the same
+rule yields higher derivatives. Each array argument gets a vector-Jacobian product
+``vjp(xp, g, <saved>..., *, <params>)``: the parameters after ``g`` name what the rule needs
+(an array argument, ``ans`` for the output, ``<arg>_shape`` for an argument's shape), and only
+those are kept alive for backward. Keyword-only parameters receive the op's options (``axis``...).
+
+A rule may return a gradient whose shape broadcasts to or from its argument's shape, and of a
+related dtype: the engine fits shape and dtype once, centrally.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+RULES: dict[str, "Rule"] = {}
+"""Differentiable functions of the standard, by name (``linalg.`` and ``fft.`` prefixed)."""
+
+NONDIFFERENTIABLE: set[str] = set()
+"""Functions whose outputs never require grad (comparisons, ``floor``, ``argmax``, ...)."""
+
+_DISPLAY = {"multiply": "Mul", "subtract": "Sub", "divide": "Div", "negative": "Neg",
+            "permute_dims": "Permute", "getitem": "Index", "setitem": "CopySlices"}
+
+
+class Rule:
+    """The differentiation rule of one function: its array arguments and their VJPs."""
+
+    __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
+                 "saves", "sources", "index", "keywords", "outputs")
+
+    def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
+                 outputs=1):
+        self.name = name
+        self.display = _DISPLAY.get(name) or "".join(
+            part.capitalize() for part in name.replace(".", "_").split("_")) 
+        self.display += "Backward"
+        self.arrays = tuple(arrays)
+        self.sequence = sequence  # True: one argument holding a sequence of arrays
+        self.params = tuple(params)
+        self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
+        self.joint = joint
+        self.jvps = tuple(jvps)  # one tangent rule per argument, (xp, t, <saved>..., *, <params>)
+        self.outputs = outputs
+        functions = [f for f in (*(self.vjps or ()), joint) if f is not None]
+        saves: list[str] = []
+        self.index = []
+        self.keywords = []
+        for function in functions:
+            needed, keywords = _signature(function, name)
+            for item in needed:
+                if item not in saves:
+                    saves.append(item)
+            self.index.append(tuple(saves.index(item) for item in needed))
+            self.keywords.append(keywords)
+        self.saves = tuple(saves)
+        self.sources = tuple(self._source(item) for item in saves)
+
+    def _source(self, item):
+        """Where a saved name comes from: ``("input"|"shape", argument index)``, ``("ans", 0)``,
+        or ``("inputs"|"shapes", 0)`` for a sequence argument."""
+        if item == "ans":
+            return ("ans", 0)
+        base, kind = (item[:-6], "shape") if item.endswith("_shape") else (item, "input")
+        if base not in self.arrays:
+            raise TypeError(f"rule {self.name!r}: {item!r} is neither 'ans', an argument "
+                            f"{self.arrays} nor '<argument>_shape'")
+        if self.sequence:
+            return (kind + "s", 0)
+        return (kind, self.arrays.index(base))
+
+    def __repr__(self):
+        return f"<Rule {self.name}>"
+
+
+def _signature(function: Callable, name: str):
+    """Split a VJP's parameters after ``(xp, g)`` into saved names and keyword options."""
+    parameters = list(inspect.signature(function).parameters.values())[2:]
+    needed = tuple(p.name for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD)
+    keywords = tuple(p.name for p in parameters if p.kind == p.KEYWORD_ONLY)
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        keywords = None  # takes every option
+    return needed, keywords
+
+
+def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1):
+    """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient)."""
+    RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
+                       outputs=outputs)
+
+
+def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,
+             jvps=(), outputs: int = 1):
+    """Register one VJP returning the gradients of all array arguments of ``name`` at once."""
+    RULES[name] = Rule(name, arrays.split(), (), joint=vjp, jvps=jvps, params=params.split(),
+                       sequence=sequence, outputs=outputs)
+
+
+def from_derivative(derivative):
+    """Return ``(vjp, jvp)`` of a holomorphic elementwise op from its derivative
+    ``d(xp, <saved>...)``: the VJP is ``g * conj(d)`` (PyTorch's convention), the JVP ``t * d``."""
+    needed = list(inspect.signature(derivative).parameters.values())[1:]
+
+    def vjp(xp, g, *saved):
+        return g * conj(xp, derivative(xp, *saved))
+
+    def jvp(xp, t, *saved):
+        return t * derivative(xp, *saved)
+
+    for function in (vjp, jvp):
+        function.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp", "g")]
+            + needed)
+    return vjp, jvp
+
+
+def no_rule(name: str) -> Rule:
+    """A placeholder rule for a function nobody wrote a rule for: backward through it raises."""
+    return Rule(name, (), None)
+
+
+def nondifferentiable(*names: str):
+    """Declare functions whose results never carry gradients."""
+    NONDIFFERENTIABLE.update(names)
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers shared by rules
+# ----------------------------------------------------------------------------------------------
+
+_COMPLEX_DTYPES: dict = {}  # {dtype class: {dtype: is complex}}: libraries' dtypes never meet
+
+
+def is_complex(a) -> bool:
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        return isinstance(a, complex)
+    cache = _COMPLEX_DTYPES.setdefault(dtype.__class__, {})
+    try:
+        return cache[dtype]
+    except KeyError:
+        answer = cache[dtype] = "complex" in str(dtype)
+        return answer
+
+
+def conj(xp, a):
+    """Complex conjugate, free for real values (the VJP of a holomorphic op is ``g * conj(d)``)."""
+    if is_complex(a):
+        return a.conjugate() if isinstance(a, complex) else xp.conj(a)
+    return a
+
+
+def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` as a sorted tuple of non-negative ints (None means every axis)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    return tuple(sorted(a % ndim if ndim else a for a in axis))
+
+
+def expand_reduced(xp, g, axis, ndim: int, keepdims: bool):
+    """Reinsert the axes a reduction removed, so that ``g`` broadcasts to the input's shape."""
+    if keepdims or ndim == 0:
+        return g
+    shape = list(g.shape)
+    for a in normalize_axis(axis, ndim):
+        shape.insert(a, 1)
+    return xp.reshape(g, tuple(shape))
+
+
+from . import elementwise, statistical, manipulation, linear_algebra, indexing, creation  # noqa: E402,F401

@@ -1,0 +1,161 @@
+"""Rules of the standard's elementwise functions.
+
+Conventions at points where the derivative does not exist follow PyTorch: ``abs`` and ``sign``
+give 0 at 0, ``maximum``/``minimum`` split the gradient equally on ties, ``clip`` passes the
+gradient at its bounds, ``sqrt`` gives ``inf`` at 0. Complex gradients are PyTorch's conjugate
+Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
+"""
+
+import math
+
+from . import conj, defvjp, from_derivative, is_complex, nondifferentiable
+
+# d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
+UNARY = {
+    "exp": lambda xp, ans: ans,
+    "expm1": lambda xp, ans: ans + 1,
+    "log": lambda xp, x: 1 / x,
+    "log1p": lambda xp, x: 1 / (1 + x),
+    "log2": lambda xp, x: 1 / (x * math.log(2)),
+    "log10": lambda xp, x: 1 / (x * math.log(10)),
+    "sqrt": lambda xp, ans: 0.5 / ans,
+    "square": lambda xp, x: 2 * x,
+    "reciprocal": lambda xp, ans: -(ans * ans),
+    "sin": lambda xp, x: xp.cos(x),
+    "cos": lambda xp, x: -xp.sin(x),
+    "tan": lambda xp, ans: 1 + ans * ans,
+    "asin": lambda xp, x: 1 / xp.sqrt(1 - x * x),
+    "acos": lambda xp, x: -1 / xp.sqrt(1 - x * x),
+    "atan": lambda xp, x: 1 / (1 + x * x),
+    "sinh": lambda xp, x: xp.cosh(x),
+    "cosh": lambda xp, x: xp.sinh(x),
+    "tanh": lambda xp, ans: 1 - ans * ans,
+    "asinh": lambda xp, x: 1 / xp.sqrt(x * x + 1),
+    "acosh": lambda xp, x: 1 / (xp.sqrt(x - 1) * xp.sqrt(x + 1)),
+    "atanh": lambda xp, x: 1 / (1 - x * x),
+}
+
+for _name, _derivative in UNARY.items():
+    _vjp, _jvp = from_derivative(_derivative)
+    defvjp(_name, _vjp, jvps=(_jvp,))
+
+
+def _sgn(xp, x):
+    """x / |x|, and 0 at 0 (PyTorch's ``sgn``), for real and complex x."""
+    if is_complex(x):
+        magnitude = xp.abs(x)
+        return xp.where(magnitude == 0, xp.zeros_like(x), x / xp.where(magnitude == 0, 1, magnitude))
+    return xp.sign(x)
+
+
+defvjp("abs", lambda xp, g, x: g * _sgn(xp, x),
+       jvps=(lambda xp, t, x: xp.real(t * conj(xp, _sgn(xp, x))) if is_complex(x) else t * xp.sign(x),))
+defvjp("negative", lambda xp, g: -g, jvps=(lambda xp, t: -t,))
+defvjp("positive", lambda xp, g: g, jvps=(lambda xp, t: t,))
+defvjp("conj", lambda xp, g: conj(xp, g), jvps=(lambda xp, t: conj(xp, t),))
+defvjp("real", lambda xp, g: g, jvps=(lambda xp, t: xp.real(t),))
+defvjp("imag", lambda xp, g: g * 1j, jvps=(lambda xp, t: xp.imag(t),))
+
+# Binary functions: one VJP per argument.
+defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2",
+       jvps=(lambda xp, t: t, lambda xp, t: t))
+defvjp("subtract", lambda xp, g: g, lambda xp, g: -g, arrays="x1 x2",
+       jvps=(lambda xp, t: t, lambda xp, t: -t))
+defvjp("multiply",
+       lambda xp, g, x2: g * conj(xp, x2),
+       lambda xp, g, x1: g * conj(xp, x1), arrays="x1 x2",
+       jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
+defvjp("divide",
+       lambda xp, g, x2: g / conj(xp, x2),
+       lambda xp, g, ans, x2: -g * conj(xp, ans / x2), arrays="x1 x2",
+       jvps=(lambda xp, t, x2: t / x2, lambda xp, t, ans, x2: -t * ans / x2))
+
+
+def vjp_pow_base(xp, g, x1, x2):
+    # PyTorch: the gradient is 0 where the exponent is 0, even at a zero base.
+    if not hasattr(x2, "shape"):
+        return g * conj(xp, x2 * x1 ** (x2 - 1)) if x2 != 0 else 0 * g
+    d = x2 * x1 ** (x2 - 1)
+    return g * conj(xp, xp.where(x2 == 0, xp.zeros_like(d), d))
+
+
+def vjp_pow_exponent(xp, g, ans, x1):
+    # PyTorch: 0 where the base is 0 and the exponent non-negative (x**y is flat there).
+    d = ans * xp.log(x1)
+    return g * conj(xp, xp.where(x1 == 0, xp.zeros_like(d), d))
+
+
+defvjp("pow", vjp_pow_base, vjp_pow_exponent, arrays="x1 x2",
+       jvps=(lambda xp, t, x1, x2: t * vjp_pow_base(xp, 1, x1, x2),
+             lambda xp, t, ans, x1: t * ans * xp.log(x1)))
+
+
+def _tie_mask(xp, x1, x2, winner):
+    """1 where ``x1`` wins, 0.5 on ties, 0 where it loses (PyTorch splits ties equally)."""
+    return xp.where(winner(x1, x2), 1.0, xp.where(x1 == x2, 0.5, 0.0))
+
+
+def _greater(a, b):
+    return a > b
+
+
+def _less(a, b):
+    return a < b
+
+
+defvjp("maximum",
+       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x1, x2, _greater), g.dtype),
+       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x2, x1, _greater), g.dtype),
+       arrays="x1 x2")
+defvjp("minimum",
+       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x1, x2, _less), g.dtype),
+       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x2, x1, _less), g.dtype),
+       arrays="x1 x2")
+
+
+def _inside(xp, x, min, max):
+    """Where ``clip`` passes the gradient to ``x``: inside the bounds, bounds included."""
+    mask = x == x
+    if min is not None:
+        mask = mask & (x >= min)
+    if max is not None:
+        mask = mask & (x <= max)
+    return mask
+
+
+defvjp("clip",
+       lambda xp, g, x, min, max: xp.where(_inside(xp, x, min, max), g, 0 * g),
+       lambda xp, g, x, min, max: xp.where(x < min, g, 0 * g) if max is None
+       else xp.where((x < min) & (min <= max), g, 0 * g),
+       lambda xp, g, x, min, max: xp.where(x > max, g, 0 * g) if min is None
+       else xp.where((x > max) | (min > max), g, 0 * g),
+       arrays="x min max")
+
+defvjp("logaddexp",
+       lambda xp, g, ans, x1: g * xp.exp(x1 - ans),
+       lambda xp, g, ans, x2: g * xp.exp(x2 - ans), arrays="x1 x2")
+defvjp("hypot",
+       lambda xp, g, ans, x1: g * x1 / ans,
+       lambda xp, g, ans, x2: g * x2 / ans, arrays="x1 x2")
+defvjp("atan2",
+       lambda xp, g, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
+       lambda xp, g, x1, x2: -g * x1 / (x1 * x1 + x2 * x2), arrays="x1 x2")
+defvjp("remainder",
+       lambda xp, g: g,
+       lambda xp, g, x1, x2: -g * xp.floor(x1 / x2), arrays="x1 x2")
+
+
+def vjp_copysign(xp, g, ans, x1):
+    # PyTorch: the gradient is ans / x1, and 0 where x1 is 0.
+    zero = x1 == 0
+    return g * xp.where(zero, 0 * ans, ans / xp.where(zero, 1.0, x1))
+
+
+defvjp("copysign", vjp_copysign, None, arrays="x1 x2")
+
+nondifferentiable(
+    "bitwise_and", "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "ceil", "floor", "round", "trunc", "sign", "signbit", "floor_divide",
+    "nextafter", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor",
+)

@@ -1,0 +1,59 @@
+"""Rules of indexing: ``__getitem__``, ``__setitem__`` (copy-slices), ``take``,
+``take_along_axis``.
+
+Gathers with integer arrays may repeat an index, so their VJP must add, not assign. The same
+gather applied to an array of flat positions says where each output element came from; a
+scatter-add of ``g`` over those positions is the gradient, for any key.
+"""
+
+from . import defvjp
+
+
+def _has_arrays(key) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(hasattr(part, "shape") for part in parts)
+
+
+def scatter_add(xp, size, positions, values):
+    """Sum ``values`` into ``size`` slots by flat ``positions``, with the standard alone
+    (sort, running totals, and each slot's range found by binary search)."""
+    order = xp.argsort(positions, stable=True)
+    sorted_positions = xp.take(positions, order)
+    totals = xp.cumulative_sum(xp.take(values, order), include_initial=True)
+    slots = xp.arange(size, dtype=positions.dtype)
+    start = xp.searchsorted(sorted_positions, slots, side="left")
+    stop = xp.searchsorted(sorted_positions, slots, side="right")
+    return xp.take(totals, stop) - xp.take(totals, start)
+
+
+def vjp_gather(xp, g, x_shape, gather):
+    """The VJP of ``ans = gather(x)`` for any gather: scatter-add ``g`` back by position."""
+    size = 1
+    for n in x_shape:
+        size *= n
+    positions = gather(xp.reshape(xp.arange(size), x_shape))
+    flat = scatter_add(xp, size, xp.reshape(positions, (-1,)), xp.reshape(g, (-1,)))
+    return xp.reshape(flat, x_shape)
+
+
+def vjp_getitem(xp, g, x_shape, *, key):
+    if _has_arrays(key):
+        return vjp_gather(xp, g, x_shape, lambda a: a[key])
+    grad = xp.zeros(x_shape, dtype=g.dtype)  # basic indexing never repeats an element
+    grad[key] = g
+    return grad
+
+
+def vjp_setitem_x(xp, g, *, key):
+    grad = g * 1  # a fresh array: g may be shared with other inputs' gradients
+    grad[key] = 0
+    return grad
+
+
+defvjp("getitem", vjp_getitem, params="key", jvps=(lambda xp, t, *, key: t[key],))
+defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: g[key], arrays="x value", params="key")
+defvjp("take", lambda xp, g, x_shape, indices, *, axis=None: vjp_gather(
+    xp, g, x_shape, lambda a: xp.take(a, indices, axis=axis)), None, arrays="x indices")
+defvjp("take_along_axis", lambda xp, g, x_shape, indices, *, axis=-1: vjp_gather(
+    xp, g, x_shape, lambda a: xp.take_along_axis(a, indices, axis=axis)), None,
+    arrays="x indices")

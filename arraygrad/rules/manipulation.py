@@ -1,0 +1,83 @@
+"""Rules of the standard's manipulation functions: each VJP undoes the rearrangement."""
+
+from . import defjoint, defvjp
+
+
+def _negate(shift):
+    return tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+
+
+def _inverse_permutation(axes):
+    return tuple(sorted(range(len(axes)), key=lambda i: axes[i] % len(axes)))
+
+
+def vjp_concat(xp, g, arrays_shape, *, axis=0):
+    if axis is None:  # inputs were flattened first
+        g = xp.reshape(g, (-1,))
+        axis, shapes = 0, [(_size(s),) for s in arrays_shape]
+    else:
+        shapes = arrays_shape
+    axis = axis % g.ndim
+    grads, start = [], 0
+    for shape in shapes:
+        index = [slice(None)] * g.ndim
+        index[axis] = slice(start, start + shape[axis])
+        grads.append(g[tuple(index)])
+        start += shape[axis]
+    return [xp.reshape(grad, shape) for grad, shape in zip(grads, arrays_shape)]
+
+
+def _size(shape):
+    size = 1
+    for n in shape:
+        size *= n
+    return size
+
+
+def vjp_stack(xp, g, arrays_shape, *, axis=0):
+    return list(xp.unstack(g, axis=axis)) if arrays_shape else []
+
+
+def vjp_tile(xp, g, x_shape, *, reps):
+    ndim = max(len(reps), len(x_shape))
+    shape = (1,) * (ndim - len(x_shape)) + tuple(x_shape)
+    reps = (1,) * (ndim - len(reps)) + tuple(reps)
+    interleaved = [n for pair in zip(reps, shape) for n in pair]
+    return xp.sum(xp.reshape(g, tuple(interleaved)), axis=tuple(range(0, 2 * ndim, 2)))
+
+
+def vjp_repeat(xp, g, x_shape, *, repeats, axis=None):
+    if axis is None:
+        g, axis = xp.reshape(g, (-1,)), 0
+    axis = axis % g.ndim
+    length = x_shape[axis] if len(x_shape) else 1
+    if isinstance(repeats, int):
+        split = g.shape[:axis] + (length, repeats) + g.shape[axis + 1:]
+        return xp.sum(xp.reshape(g, split), axis=axis + 1)
+    # Segment sums from the running total at each segment's boundaries.
+    totals = xp.cumulative_sum(g, axis=axis, include_initial=True)
+    bounds = xp.cumulative_sum(xp.astype(repeats, xp.int64), include_initial=True)
+    if bounds.shape[0] == 2 and length != 1:  # one count broadcast to every entry
+        bounds = xp.arange(length + 1, dtype=xp.int64) * repeats[0]
+    return xp.take(totals, bounds[1:], axis=axis) - xp.take(totals, bounds[:-1], axis=axis)
+
+
+defvjp("reshape", lambda xp, g, x_shape, **_: xp.reshape(g, x_shape), params="shape",
+       jvps=(lambda xp, t, *, shape, copy=None: xp.reshape(t, shape),))
+defvjp("permute_dims", lambda xp, g, *, axes: xp.permute_dims(g, _inverse_permutation(axes)),
+       params="axes", jvps=(lambda xp, t, *, axes: xp.permute_dims(t, axes),))
+defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis")
+defvjp("squeeze", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis")
+defvjp("broadcast_to", lambda xp, g: g, params="shape")  # the engine sums over broadcast axes
+defvjp("flip", lambda xp, g, *, axis=None: xp.flip(g, axis=axis))
+defvjp("roll", lambda xp, g, *, shift, axis=None: xp.roll(g, _negate(shift), axis=axis),
+       params="shift")
+defvjp("moveaxis", lambda xp, g, *, source, destination: xp.moveaxis(g, destination, source),
+       params="source destination")
+defvjp("tile", vjp_tile, params="reps")
+defvjp("repeat", vjp_repeat, None, arrays="x repeats")
+defjoint("concat", vjp_concat, arrays="arrays", sequence="list")
+defjoint("stack", vjp_stack, arrays="arrays", sequence="list")
+defjoint("unstack", lambda xp, g, *, axis=0: (xp.stack(g, axis=axis),), outputs=None)
+defjoint("broadcast_arrays", lambda xp, g: list(g), arrays="arrays", sequence="varargs",
+         outputs=None)

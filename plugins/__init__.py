@@ -1,0 +1,1 @@
+"""The backend plugins shipped with arraygrad, one thin adapter per array library."""
