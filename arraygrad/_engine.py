@@ -92,15 +92,16 @@ class Node:
         params = self.params
         edges = self.edges
         if rule.joint is not None:
-            results = list(rule.joint(xp, g, *[saved[i] for i in rule.index[0]],
-                                      **_options(params, rule.keywords[0])))
+            index = rule.index[0]
+            args = saved if index is None else [saved[i] for i in index]
+            results = list(rule.joint(xp, g, *args, **_options(params, rule.keywords[0])))
         else:
             results = [None] * len(edges)
             for i, vjp in enumerate(rule.vjps):
                 if edges[i] is None or vjp is None:
                     continue
                 index = rule.index[i]
-                args = saved if len(index) == len(saved) else [saved[j] for j in index]
+                args = saved if index is None else [saved[j] for j in index]
                 if params:
                     results[i] = vjp(xp, g, *args, **_options(params, rule.keywords[i]))
                 else:

@@ -116,21 +116,22 @@ class _Recorder:
     # -------------------------------------------------------------------------- the calls
     def __call__(self, *args, **kwargs):
         rule = self.rule
+        unwrap = self.unwrap
+        keyword_inputs = {}
         if rule.sequence == "list":
             inputs, rest = list(args[0]) if args else list(kwargs.pop("arrays")), args[1:]
         elif rule.sequence == "varargs":
             inputs, rest = list(args), ()
         elif rule.vjps is None:  # no rule: every Variable argument is an input
-            inputs = [a for a in args if isinstance(a, Variable)]
-            rest = ()
+            inputs, rest = [a for a in args if isinstance(a, Variable)], ()
         else:
             count = len(rule.arrays)
             inputs, rest = list(args[:count]), args[count:]
-            for name in rule.arrays[len(inputs):]:
-                if name not in kwargs:
-                    break
-                inputs.append(kwargs.pop(name))
-        unwrap = self.unwrap
+            for name in rule.arrays[len(inputs):]:  # array arguments given by keyword
+                value = kwargs.pop(name, None)
+                inputs.append(value)
+                if value is not None:
+                    keyword_inputs[name] = value
         raw_inputs = [unwrap(v) for v in inputs]
         raw_rest = [unwrap(v) for v in rest]
         raw_kwargs = {k: unwrap(v) for k, v in kwargs.items()}
@@ -139,9 +140,14 @@ class _Recorder:
         elif rule.vjps is None:
             out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
         else:
-            out = self.raw_function(*raw_inputs, *raw_rest, **raw_kwargs)
+            positional = len(args[:len(rule.arrays)])
+            out = self.raw_function(*raw_inputs[:positional], *raw_rest, **raw_kwargs,
+                                    **{k: unwrap(v) for k, v in keyword_inputs.items()})
         params = dict(zip(rule.params, raw_rest))
         params.update(raw_kwargs)
+        for name, value in zip(rule.arrays, raw_inputs):
+            if name in keyword_inputs or (rule.sequence is False and value is None):
+                params[name] = value
         return self.record(inputs, raw_inputs, out, params)
 
 

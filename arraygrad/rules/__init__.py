@@ -57,6 +57,9 @@ class Rule:
             self.index.append(tuple(saves.index(item) for item in needed))
             self.keywords.append(keywords)
         self.saves = tuple(saves)
+        # None where a VJP takes every saved value in order (the common case: no reordering).
+        self.index = [None if index == tuple(range(len(saves))) else index
+                      for index in self.index]
         self.sources = tuple(self._source(item) for item in saves)
 
     def _source(self, item):
@@ -172,4 +175,5 @@ def expand_reduced(xp, g, axis, ndim: int, keepdims: bool):
     return xp.reshape(g, tuple(shape))
 
 
-from . import elementwise, statistical, manipulation, linear_algebra, indexing, creation  # noqa: E402,F401
+from . import (creation, elementwise, indexing, linear_algebra, manipulation,  # noqa: E402,F401
+               searching, statistical, utility)

@@ -6,23 +6,27 @@ from . import conj, defvjp, expand_reduced, is_complex, normalize_axis
 
 def _as_matrices(xp, g, x1, x2):
     """Promote 1-D operands of matmul to matrices and ``g`` to match (the engine fits back)."""
-    if x1.ndim == 1:
-        x1 = xp.reshape(x1, (1, -1))
-        g = xp.expand_dims(g, axis=-2)
     if x2.ndim == 1:
         x2 = xp.reshape(x2, (-1, 1))
-        g = xp.expand_dims(g, axis=-1)
+        g = xp.reshape(g, tuple(g.shape) + (1,))
+    if x1.ndim == 1:
+        x1 = xp.reshape(x1, (1, -1))
+        g = xp.reshape(g, tuple(g.shape[:-1]) + (1,) + tuple(g.shape[-1:]))
     return g, x1, x2
 
 
 def vjp_matmul_x1(xp, g, x1, x2):
+    vector = x1.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
-    return g @ xp.matrix_transpose(conj(xp, x2))
+    grad = g @ xp.matrix_transpose(conj(xp, x2))
+    return grad[..., 0, :] if vector else grad  # batch axes are summed by the engine
 
 
 def vjp_matmul_x2(xp, g, x1, x2):
+    vector = x2.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
-    return xp.matrix_transpose(conj(xp, x1)) @ g
+    grad = xp.matrix_transpose(conj(xp, x1)) @ g
+    return grad[..., 0] if vector else grad
 
 
 def _sgn(xp, x):

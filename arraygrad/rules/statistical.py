@@ -91,3 +91,28 @@ defvjp("var", vjp_var)
 defvjp("std", vjp_std)
 defvjp("prod", vjp_prod)
 defvjp("cumulative_sum", vjp_cumulative_sum)
+
+
+def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial=False):
+    axis = 0 if axis is None else axis % x.ndim
+    x = xp.moveaxis(x, axis, -1)
+    g = xp.moveaxis(g, axis, -1)
+    if include_initial:  # the initial one does not depend on x
+        g, ans = g[..., 1:], xp.moveaxis(ans, axis, -1)[..., 1:]
+    else:
+        ans = xp.moveaxis(ans, axis, -1)
+    if not bool(xp.any(x == 0)):
+        # d ans_k / d x_j = ans_k / x_j for k >= j: a reversed running sum.
+        totals = xp.flip(xp.cumulative_sum(xp.flip(g * conj(xp, ans), axis=-1), axis=-1), axis=-1)
+        return xp.moveaxis(totals / conj(xp, x), -1, axis)
+    # With zeros, products of the other entries, one row per j: O(n^2), exact.
+    n = x.shape[-1]
+    after = xp.arange(n)[None, :] > xp.arange(n)[:, None]  # [j, i]: i > j
+    rows = xp.where(after, x[..., None, :], xp.ones_like(x[..., None, :]))
+    partial = xp.triu(xp.cumulative_prod(rows, axis=-1))  # [j, k]: prod_{j<i<=k} x_i, k >= j
+    summed = xp.sum(conj(xp, partial) * g[..., None, :], axis=-1)
+    grad = conj(xp, _exclusive_cumprod(xp, x)) * summed
+    return xp.moveaxis(grad, -1, axis)
+
+
+defvjp("cumulative_prod", vjp_cumulative_prod)
