@@ -35,7 +35,7 @@ def _inner(xp, us, outs):
     """``sum_i Re<u_i, out_i>`` as a scalar Variable."""
     total = None
     for u, out in zip(us, outs):
-        term = xp.sum(xp.real(u * out) if "complex" in str(out.dtype) else u * out)
+        term = xp.sum(xp.real(xp.conj(u) * out) if "complex" in str(out.dtype) else u * out)
         total = term if total is None else total + term
     return total
 
