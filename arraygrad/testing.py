@@ -62,7 +62,7 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
     outs = _outputs(f(*inputs))
     xp = be.ns
     us_host = [random_like(rng, be.to_numpy(o.data)) for o in outs]
-    us = [raw.asarray(u) for u in us_host]
+    us = [Variable(raw.asarray(u)) for u in us_host]
     loss = _inner(xp, us, outs)
     if loss.requires_grad:  # else f is constant in its inputs (the gradient of a linear map)
         loss.backward()
@@ -89,7 +89,7 @@ def grad_function(f, backend="numpy", seed=1):
     def gradients(*inputs):
         rng = np.random.default_rng(seed)
         outs = _outputs(f(*inputs))
-        us = [be.raw.asarray(random_like(rng, be.to_numpy(o.data))) for o in outs]
+        us = [Variable(be.raw.asarray(random_like(rng, be.to_numpy(o.data)))) for o in outs]
         _inner(be.ns, us, outs).backward(create_graph=True)
         grads = []
         for x in inputs:

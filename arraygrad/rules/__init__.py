@@ -45,20 +45,26 @@ class Rule:
         self.joint = joint
         self.jvps = tuple(jvps)  # one tangent rule per argument, (xp, t, <saved>..., *, <params>)
         self.outputs = outputs
-        functions = [f for f in (*(self.vjps or ()), joint) if f is not None]
+        functions = (*(self.vjps or ()), joint) if joint is not None else (self.vjps or ())
         saves: list[str] = []
-        self.index = []
+        self.index = []  # per function: positions of its saved values (None: no function)
         self.keywords = []
         for function in functions:
+            if function is None:
+                self.index.append(None)
+                self.keywords.append(())
+                continue
             needed, keywords = _signature(function, name)
             for item in needed:
                 if item not in saves:
                     saves.append(item)
             self.index.append(tuple(saves.index(item) for item in needed))
             self.keywords.append(keywords)
+        if joint is not None:
+            self.index, self.keywords = self.index[-1:], self.keywords[-1:]
         self.saves = tuple(saves)
         # None where a VJP takes every saved value in order (the common case: no reordering).
-        self.index = [None if index == tuple(range(len(saves))) else index
+        self.index = [None if index is None or index == tuple(range(len(saves))) else index
                       for index in self.index]
         self.sources = tuple(self._source(item) for item in saves)
 

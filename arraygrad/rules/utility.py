@@ -20,7 +20,8 @@ def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepe
         index[axis] = slice(start, start + size)
         grads.append(g[tuple(index)])
         start += size
-    return grads
+    prepend_grad, x_grad, append_grad = grads
+    return [x_grad, prepend_grad, append_grad]
 
 
 defjoint("diff", vjp_diff, arrays="x prepend append")
