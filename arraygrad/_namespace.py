@@ -386,9 +386,7 @@ def _install_specials(ns, backend, recorders):
         return getitem(x, key=key)
 
     def raw_setitem(x, value, *, key):
-        copy = raw_asarray(x, copy=True)
-        copy[key] = value
-        return copy
+        return backend.set_index(raw_asarray(x, copy=True), key, value)
 
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
 

@@ -98,6 +98,14 @@ class Backend:
             return array
         return fixed
 
+    def set_index(self, array, key, value):
+        """``array`` (which arraygrad owns) with ``array[key] = value``."""
+        result = self._hook.arraygrad_set_index(backend=self.name, array=array, key=key, value=value)
+        if result is None:
+            array[key] = value
+            return array
+        return result
+
     def to_numpy(self, array):
         result = self._hook.arraygrad_to_numpy(backend=self.name, array=array)
         if result is None:

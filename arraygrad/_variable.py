@@ -292,6 +292,29 @@ class Variable:
             return complex(value)
         return float(value)
 
+    def to(self, backend) -> "Variable":
+        """Move this leaf to another backend (a name such as ``"torch"``), through DLPack where
+        both libraries support it, else through NumPy on the host.
+
+        The result is a new leaf with the same ``requires_grad``: gradients do not flow back
+        across backends, so moving a non-leaf that requires grad is an error.
+        """
+        from ._plugins import get_backend
+
+        target = get_backend(backend) if isinstance(backend, str) else backend
+        if target is self._backend:
+            return self
+        if self.grad_fn is not None:
+            raise BackendError(
+                f"to({target.name!r}) moves leaves only, and this Variable was made by "
+                f"{self.grad_fn.name()}: gradients cannot flow back from {target.name!r} to "
+                f"{self._backend.name!r}. Call .detach() first if you do not need them.")
+        try:
+            data = target.raw.from_dlpack(self.data)
+        except Exception:  # no DLPack path between these two: copy through the host
+            data = target.raw.asarray(self._backend.to_numpy(self.data))
+        return Variable(data, requires_grad=self._requires_grad)
+
     def numpy(self):
         """The values as a NumPy array on the host (a copy where the backend needs one)."""
         return self._backend.to_numpy(self.data)

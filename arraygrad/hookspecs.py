@@ -68,6 +68,17 @@ def arraygrad_coerce(backend: str, array: Any) -> Any:
 
 
 @hookspec(firstresult=True)
+def arraygrad_set_index(backend: str, array: Any, key: Any, value: Any) -> Any:
+    """Return ``array`` with ``array[key] = value``; ``array`` is owned by arraygrad and may be
+    modified in place. Answer for libraries with immutable arrays (JAX: ``array.at[key].set``).
+
+    ``None`` means the default, ``array[key] = value`` in place.
+
+    Calling stops at the first non-``None`` result.
+    """
+
+
+@hookspec(firstresult=True)
 def arraygrad_to_numpy(backend: str, array: Any) -> Any:
     """Return a NumPy array on the host holding the values of ``array`` (for comparisons only).
 

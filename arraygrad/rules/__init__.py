@@ -162,6 +162,17 @@ def conj(xp, a):
     return a
 
 
+def set_index(xp, array, key, value):
+    """``array`` with ``array[key] = value``, for an array the rule just made: in place where the
+    backend allows it, as a new array where arrays are immutable (JAX)."""
+    if hasattr(array, "grad_fn"):  # a Variable, under create_graph: recorded copy-on-write
+        array[key] = value
+        return array
+    from .._plugins import registry
+
+    return registry.of(array).set_index(array, key, value)
+
+
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of non-negative ints (None means every axis)."""
     if axis is None:
@@ -181,5 +192,5 @@ def expand_reduced(xp, g, axis, ndim: int, keepdims: bool):
     return xp.reshape(g, tuple(shape))
 
 
-from . import (creation, elementwise, indexing, linear_algebra, manipulation,  # noqa: E402,F401
-               searching, statistical, utility)
+from . import (creation, elementwise, fft, indexing, linalg,  # noqa: E402,F401
+               linear_algebra, manipulation, searching, statistical, utility)

@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from . import defvjp
+from . import defvjp, set_index
 
 
 def _has_arrays(key) -> bool:
@@ -39,15 +39,12 @@ def vjp_gather(xp, g, x_shape, gather):
 def vjp_getitem(xp, g, x_shape, *, key):
     if _has_arrays(key):
         return vjp_gather(xp, g, x_shape, lambda a: a[key])
-    grad = xp.zeros(x_shape, dtype=g.dtype)  # basic indexing never repeats an element
-    grad[key] = g
-    return grad
+    # Basic indexing never repeats an element: assignment suffices.
+    return set_index(xp, xp.zeros(x_shape, dtype=g.dtype), key, g)
 
 
 def vjp_setitem_x(xp, g, *, key):
-    grad = g * 1  # a fresh array: g may be shared with other inputs' gradients
-    grad[key] = 0
-    return grad
+    return set_index(xp, g * 1, key, 0)  # a fresh array: g may be shared with other gradients
 
 
 defvjp("getitem", vjp_getitem, params="key", jvps=(lambda xp, t, *, key: t[key],))

@@ -1,0 +1,1 @@
+"""Rules of the ``linalg`` extension (``vector_norm`` lives with the linear algebra functions)."""
