@@ -406,12 +406,24 @@ def _install_specials(ns, backend, recorders):
     ns._to_device = _to_device
 
 
+class _OperatorTable(dict):
+    """The operators of one backend; a missing one is a clear error, not a KeyError."""
+
+    def __init__(self, backend_name):
+        super().__init__()
+        self.backend_name = backend_name
+
+    def __missing__(self, name):
+        raise TypeError(f"backend {self.backend_name!r} does not provide {name.lstrip('r')!r}, "
+                        "which this operator needs")
+
+
 def _operators(ns, backend, recorders):
     """The functions behind Variable's operators: Python's operators on the raw values, so that
     Python scalars work on every backend (``2 * x``, ``x ** 2``)."""
     from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS
 
-    table = {}
+    table = _OperatorTable(backend.name)
     for dunder, name in {**_BINARY_OPERATORS, **_COMPARISONS}.items():
         raw_operator = getattr(operator, dunder if dunder not in ("and", "or") else dunder + "_")
         if name in recorders:
@@ -422,5 +434,6 @@ def _operators(ns, backend, recorders):
             table[name] = plain
             table["r" + name] = lambda a, b, plain=plain: plain(b, a)
     for dunder, name in _UNARY_OPERATORS.items():
-        table[name] = getattr(ns, name)
+        if name in vars(ns):  # a backend may lack some functions
+            table[name] = getattr(ns, name)
     return table

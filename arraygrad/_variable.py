@@ -421,12 +421,12 @@ class Variable:
                             f"Variable to {data.dtype}; compute out of place instead")
         version = self._version
         if version is not None:
-            old = version.value
             version.value += 1
             version.last_op = op
-            if node is not None and node.versions:  # the op itself saw the value before it changed
-                node.versions = tuple((v, n + 1 if v is version and n == old else n)
-                                      for v, n in node.versions)
+            if node is not None and node.versions:
+                # The op itself saved the value before the change, and that array is never
+                # written (in-place ops are copy-on-write): it needs no version check.
+                node.versions = tuple((v, n) for v, n in node.versions if v is not version)
         self.data = data
         if node is not None or not self.is_leaf:
             self.grad_fn = node

@@ -6,6 +6,7 @@ gradient at its bounds, ``sqrt`` gives ``inf`` at 0. Complex gradients are PyTor
 Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
 """
 
+import cmath
 import math
 
 from . import conj, defvjp, from_derivative, is_complex, nondifferentiable
@@ -81,18 +82,20 @@ def vjp_pow_base(xp, g, x1, x2):
 
 def vjp_pow_exponent(xp, g, ans, x1):
     # PyTorch: 0 where the base is 0 and the exponent non-negative (x**y is flat there).
+    if not hasattr(x1, "shape"):  # a Python base: 2 ** x
+        return g * conj(xp, ans * cmath.log(x1)) if x1 != 0 else 0 * g
     d = ans * xp.log(x1)
     return g * conj(xp, xp.where(x1 == 0, xp.zeros_like(d), d))
 
 
 defvjp("pow", vjp_pow_base, vjp_pow_exponent, arrays="x1 x2",
        jvps=(lambda xp, t, x1, x2: t * vjp_pow_base(xp, 1, x1, x2),
-             lambda xp, t, ans, x1: t * ans * xp.log(x1)))
+             lambda xp, t, ans, x1: vjp_pow_exponent(xp, t, ans, x1)))
 
 
-def _tie_mask(xp, x1, x2, winner):
-    """1 where ``x1`` wins, 0.5 on ties, 0 where it loses (PyTorch splits ties equally)."""
-    return xp.where(winner(x1, x2), 1.0, xp.where(x1 == x2, 0.5, 0.0))
+def _share(xp, g, x1, x2, wins):
+    """``g`` where ``x1`` wins, half of it on ties, 0 where it loses (PyTorch splits ties)."""
+    return g * (xp.astype(wins(x1, x2), g.dtype) + 0.5 * xp.astype(x1 == x2, g.dtype))
 
 
 def _greater(a, b):
@@ -104,13 +107,11 @@ def _less(a, b):
 
 
 defvjp("maximum",
-       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x1, x2, _greater), g.dtype),
-       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x2, x1, _greater), g.dtype),
-       arrays="x1 x2")
+       lambda xp, g, x1, x2: _share(xp, g, x1, x2, _greater),
+       lambda xp, g, x1, x2: _share(xp, g, x2, x1, _greater), arrays="x1 x2")
 defvjp("minimum",
-       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x1, x2, _less), g.dtype),
-       lambda xp, g, x1, x2: g * xp.astype(_tie_mask(xp, x2, x1, _less), g.dtype),
-       arrays="x1 x2")
+       lambda xp, g, x1, x2: _share(xp, g, x1, x2, _less),
+       lambda xp, g, x1, x2: _share(xp, g, x2, x1, _less), arrays="x1 x2")
 
 
 def _inside(xp, x, min, max):

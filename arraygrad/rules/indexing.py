@@ -39,8 +39,13 @@ def vjp_gather(xp, g, x_shape, gather):
 def vjp_getitem(xp, g, x_shape, *, key):
     if _has_arrays(key):
         return vjp_gather(xp, g, x_shape, lambda a: a[key])
-    # Basic indexing never repeats an element: assignment suffices.
-    return set_index(xp, xp.zeros(x_shape, dtype=g.dtype), key, g)
+    # Basic indexing never repeats an element: assignment suffices. New axes (None) are
+    # dropped from the key and from g, since assignment through them is not standard.
+    grad = xp.zeros(x_shape, dtype=g.dtype)
+    if None in (key if isinstance(key, tuple) else (key,)):
+        key = tuple(part for part in key if part is not None) if isinstance(key, tuple) else ...
+        g = xp.reshape(g, tuple(grad[key].shape))
+    return set_index(xp, grad, key, g)
 
 
 def vjp_setitem_x(xp, g, *, key):

@@ -46,20 +46,20 @@ def vjp_tile(xp, g, x_shape, *, reps):
     return xp.sum(xp.reshape(g, tuple(interleaved)), axis=tuple(range(0, 2 * ndim, 2)))
 
 
-def vjp_repeat(xp, g, x_shape, *, repeats, axis=None):
-    if axis is None:
-        g, axis = xp.reshape(g, (-1,)), 0
-    axis = axis % g.ndim
-    length = x_shape[axis] if len(x_shape) else 1
+def vjp_repeat(xp, g, x_shape, repeats, *, axis=None):
+    shape = x_shape
+    if axis is None:  # the input was flattened first
+        g, axis, shape = xp.reshape(g, (-1,)), 0, (_size(x_shape),)
+    axis %= g.ndim
     if isinstance(repeats, int):
-        split = g.shape[:axis] + (length, repeats) + g.shape[axis + 1:]
-        return xp.sum(xp.reshape(g, split), axis=axis + 1)
-    # Segment sums from the running total at each segment's boundaries.
+        split = tuple(g.shape[:axis]) + (shape[axis], repeats) + tuple(g.shape[axis + 1:])
+        return xp.reshape(xp.sum(xp.reshape(g, split), axis=axis + 1), x_shape)
+    # Segment sums: differences of the running total at each segment's boundaries.
+    counts = xp.broadcast_to(repeats, (shape[axis],))
+    bounds = xp.cumulative_sum(counts, include_initial=True)
     totals = xp.cumulative_sum(g, axis=axis, include_initial=True)
-    bounds = xp.cumulative_sum(xp.astype(repeats, xp.int64), include_initial=True)
-    if bounds.shape[0] == 2 and length != 1:  # one count broadcast to every entry
-        bounds = xp.arange(length + 1, dtype=xp.int64) * repeats[0]
-    return xp.take(totals, bounds[1:], axis=axis) - xp.take(totals, bounds[:-1], axis=axis)
+    grad = xp.take(totals, bounds[1:], axis=axis) - xp.take(totals, bounds[:-1], axis=axis)
+    return xp.reshape(grad, x_shape)
 
 
 defvjp("reshape", lambda xp, g, x_shape, **_: xp.reshape(g, x_shape), params="shape",

@@ -1,0 +1,227 @@
+"""The differentiable namespace: operators, the core functions, creation, dtypes; gradients
+checked against float64 central differences on every built-in backend."""
+
+import operator
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.testing import check_grads
+
+OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow]
+
+
+@pytest.mark.parametrize("op", OPERATORS, ids=lambda f: f.__name__)
+def test_operators_with_variables_scalars_and_reflected(backend, op, rng):
+    a = rng.uniform(0.5, 2.0, (3, 2))
+    b = rng.uniform(0.5, 2.0, (2,))
+    check_grads(lambda x, y: op(x, y), a, b, backend=backend.name, order=2)
+    check_grads(lambda x: op(x, 1.5), a, backend=backend.name, order=2)
+    check_grads(lambda x: op(1.5, x), a, backend=backend.name, order=2)
+    x = backend.variable(a)
+    np.testing.assert_allclose(backend.host(op(2.0, x)), op(2.0, a))
+    np.testing.assert_allclose(backend.host(op(x, 2)), op(a, 2))
+
+
+def test_matmul_operator_and_unary_operators(backend, rng):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    check_grads(lambda x, y: x @ y, a, b, backend=backend.name, order=2)
+    check_grads(lambda x: -x + (+x) * abs(x), a, backend=backend.name)
+
+
+def test_comparisons_return_variables_without_grad(backend):
+    x = backend.variable(np.array([1.0, 2.0, 3.0]))
+    for result in (x < 2, x <= 2, x > 2, x >= 2, x == 2, x != 2, 2 > x):
+        assert isinstance(result, ag.Variable) and not result.requires_grad
+    np.testing.assert_array_equal(backend.host(x > 1.5), [False, True, True])
+
+
+POSITIVE = (0.5, 2.0)
+UNIT = (-0.9, 0.9)
+ELEMENTWISE = {
+    "exp": None, "log": POSITIVE, "log1p": POSITIVE, "expm1": None, "sin": None, "cos": None,
+    "tanh": None, "sqrt": POSITIVE, "square": None, "abs": (0.2, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_elementwise_gradients(backend, name, rng):
+    low, high = ELEMENTWISE[name] or (-2.0, 2.0)
+    a = rng.uniform(low, high, (2, 3))
+    if name == "abs":
+        a = a * np.sign(rng.standard_normal((2, 3)))
+    f = getattr(backend.xp, name)
+    check_grads(f, a, backend=backend.name, order=2)
+
+
+@pytest.mark.parametrize("name", ["pow", "maximum", "minimum", "logaddexp"])
+def test_binary_gradients_with_broadcasting(backend, name, rng):
+    a, b = rng.uniform(0.5, 2.0, (2, 3)), rng.uniform(0.5, 2.0, (3,))
+    check_grads(getattr(backend.xp, name), a, b, backend=backend.name, order=2)
+
+
+def test_where_and_clip(backend, rng):
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((3,))
+    condition = backend.raw.asarray(np.array([True, False, True]))
+    check_grads(lambda x, y: backend.xp.where(condition, x, y), a, b, backend=backend.name)
+    check_grads(lambda x: backend.xp.clip(x, -0.5, 0.5), a, backend=backend.name)
+    check_grads(lambda x, lo: backend.xp.clip(x, min=lo), a, b, backend=backend.name)
+
+
+def test_ties_and_kinks_follow_pytorch(backend):
+    xp = backend.xp
+    x = backend.variable(np.array([1.0, 2.0, 2.0, 0.0]))
+    y = backend.variable(np.array([1.0, 3.0, 1.0, 0.0]))
+    xp.sum(xp.maximum(x, y)).backward()
+    np.testing.assert_allclose(backend.host(x.grad), [0.5, 0.0, 1.0, 0.5])  # ties split
+    np.testing.assert_allclose(backend.host(y.grad), [0.5, 1.0, 0.0, 0.5])
+    x.grad = None
+    xp.max(x).backward()
+    np.testing.assert_allclose(backend.host(x.grad), [0.0, 0.5, 0.5, 0.0])  # like torch.amax
+    x.grad = None
+    xp.sum(xp.abs(x) + xp.clip(x, 1.0, 2.0)).backward()
+    np.testing.assert_allclose(backend.host(x.grad), [2.0, 2.0, 2.0, 0.0])  # abs'(0) = 0
+    z = backend.variable(np.array([0.0, 4.0]))
+    xp.sum(xp.sqrt(z)).backward()
+    assert np.isinf(backend.host(z.grad)[0])  # sqrt'(0) = inf, as in PyTorch
+
+
+AXES = [None, 0, -1, (0, 2), (-1, 0)]
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "var", "std"])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions(backend, name, axis, keepdims, rng):
+    a = rng.uniform(0.5, 1.5, (2, 3, 4)) * rng.choice([-1, 1], (2, 3, 4))
+    function = getattr(backend.xp, name)
+    check_grads(lambda x: function(x, axis=axis, keepdims=keepdims), a, backend=backend.name,
+                order=2 if name in ("sum", "prod", "var") else 1)
+    expected = getattr(np, {"max": "amax", "min": "amin"}.get(name, name))(a, axis=axis, keepdims=keepdims)
+    result = function(backend.variable(a), axis=axis, keepdims=keepdims)
+    np.testing.assert_allclose(backend.host(result), expected)
+
+
+def test_var_and_std_with_correction(backend, rng):
+    a = rng.standard_normal((3, 4))
+    check_grads(lambda x: backend.xp.var(x, axis=1, correction=1), a, backend=backend.name)
+    check_grads(lambda x: backend.xp.std(x, correction=1), a, backend=backend.name)
+
+
+def test_prod_with_zeros(backend, rng):
+    a = rng.standard_normal((3, 4))
+    a[0, 1] = 0.0
+    a[2, 0] = a[2, 3] = 0.0
+    check_grads(lambda x: backend.xp.prod(x, axis=1), a, backend=backend.name)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 2)), ((2, 3, 4), (4, 5)), ((4,), (4, 2)),
+                                    ((3, 4), (4,)), ((4,), (4,)), ((2, 1, 3, 4), (5, 4, 2))],
+                         ids=str)
+def test_matmul_shapes(backend, shapes, rng):
+    a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+    check_grads(backend.xp.matmul, a, b, backend=backend.name, order=2)
+
+
+MANIPULATIONS = {
+    "reshape": lambda xp, x: xp.reshape(x, (4, 3)),
+    "permute_dims": lambda xp, x: xp.permute_dims(x, (1, 0)),
+    "matrix_transpose": lambda xp, x: xp.matrix_transpose(x),
+    "T": lambda xp, x: x.T * x.mT,
+    "expand_dims": lambda xp, x: xp.expand_dims(x, axis=1),
+    "squeeze": lambda xp, x: xp.squeeze(xp.reshape(x, (3, 1, 4)), axis=1),
+    "broadcast_to": lambda xp, x: xp.broadcast_to(x, (2, 3, 4)),
+    "concat": lambda xp, x: xp.concat([x, 2 * x, x[:1, :]], axis=0),
+    "concat_none": lambda xp, x: xp.concat([x, x[:, :2]], axis=None),
+    "stack": lambda xp, x: xp.stack([x, 3 * x], axis=-1),
+    "flip": lambda xp, x: xp.flip(x, axis=0),
+    "roll": lambda xp, x: xp.roll(x, 2, axis=1),
+    "moveaxis": lambda xp, x: xp.moveaxis(xp.reshape(x, (3, 2, 2)), 0, -1),
+    "tile": lambda xp, x: xp.tile(x, (2, 1)),
+    "repeat": lambda xp, x: xp.repeat(x, 2, axis=1),
+}
+
+
+@pytest.mark.parametrize("name", MANIPULATIONS)
+def test_manipulation(backend, name, rng):
+    a = rng.standard_normal((3, 4))
+    check_grads(lambda x: MANIPULATIONS[name](backend.xp, x), a, backend=backend.name)
+
+
+INDEXING = {
+    "basic": lambda b, x: x[1:, ::2],
+    "int": lambda b, x: x[1, ...],
+    "none_ellipsis": lambda b, x: x[None, ..., 0],
+    "int_array_repeats": lambda b, x: x[b.raw.asarray(np.array([0, 2, 0])), 1],
+    "two_int_arrays": lambda b, x: x[b.raw.asarray(np.array([0, 0, 1])), b.raw.asarray(np.array([3, 3, 1]))],
+    "boolean_mask": lambda b, x: x[b.raw.asarray(np.array([True, False, True]))],
+    "take": lambda b, x: b.xp.take(x, b.raw.asarray(np.array([1, 1, 3])), axis=1),
+}
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_getitem(backend, name, rng):
+    a = rng.standard_normal((3, 4))
+    check_grads(lambda x: INDEXING[name](backend, x), a, backend=backend.name, order=2)
+
+
+def test_linalg_vector_norm(backend, rng):
+    a = rng.standard_normal((3, 4))
+    for kwargs in ({}, {"axis": 1}, {"axis": (0, 1), "keepdims": True}, {"ord": 1},
+                   {"ord": 3, "axis": 0}, {"ord": float("inf")}):
+        check_grads(lambda x: backend.xp.linalg.vector_norm(x, **kwargs), a, backend=backend.name)
+
+
+CREATORS = {
+    "asarray": lambda xp: xp.asarray([1.0, 2.0]), "zeros": lambda xp: xp.zeros((2,)),
+    "ones": lambda xp: xp.ones((2,)), "full": lambda xp: xp.full((2,), 3.0),
+    "arange": lambda xp: xp.arange(3), "linspace": lambda xp: xp.linspace(0, 1, 5),
+    "eye": lambda xp: xp.eye(3), "empty": lambda xp: xp.empty((2,)),
+}
+
+
+@pytest.mark.parametrize("name", CREATORS)
+def test_creation_functions_return_constant_variables(backend, name):
+    made = CREATORS[name](backend.xp)
+    assert isinstance(made, ag.Variable) and not made.requires_grad and made.grad_fn is None
+    x = backend.variable(np.ones((2, 3)))
+    for like in ("zeros_like", "ones_like", "empty_like"):
+        result = getattr(backend.xp, like)(x)
+        assert isinstance(result, ag.Variable) and not result.requires_grad
+    full = backend.xp.full_like(x, 2.0)
+    assert not full.requires_grad and backend.host(full).tolist() == [[2.0] * 3] * 2
+
+
+def test_asarray_keeps_variables_in_the_graph(backend):
+    xp = backend.xp
+    x = backend.variable(np.array([1.0, 2.0]))
+    assert xp.asarray(x) is x  # code that starts with x = xp.asarray(x) stays differentiable
+    y = xp.asarray(x, dtype=xp.float32)
+    assert y.dtype == xp.float32 and y.requires_grad
+    xp.sum(y * y + xp.asarray(x, copy=True)).backward()
+    np.testing.assert_allclose(backend.host(x.grad), [3.0, 5.0])
+
+
+def test_dtypes_constants_and_inspection(backend):
+    xp, raw = backend.xp, backend.raw
+    for name in ("float32", "float64", "int64", "bool", "complex128"):
+        assert getattr(xp, name) == getattr(raw, name)
+    assert xp.pi == raw.pi and xp.newaxis is None
+    x = backend.variable(np.ones(2))
+    assert xp.result_type(x, xp.float32) == raw.float64
+    assert xp.finfo(x).eps == raw.finfo(raw.float64).eps
+    assert xp.isdtype(x.dtype, "real floating")
+    assert xp.__array_api_version__ == raw.__array_api_version__
+    assert xp.__array_namespace_info__().default_dtypes()["real floating"] == raw.float64
+    assert x.__array_namespace__() is xp
+    assert ag.namespace(backend.raw) is xp and ag.namespace(x.data) is xp
+
+
+def test_variable_array_attributes(backend):
+    x = backend.variable(np.arange(6.0).reshape(2, 3))
+    assert x.shape == (2, 3) and x.ndim == 2 and x.size == 6 and x.dtype == backend.xp.float64
+    assert x.device == x.data.device
+    assert x.T.shape == (3, 2) and x.mT.shape == (3, 2)
+    assert x[1, 2].item() == 5.0 and len(x) == 2
+    assert bool(x[0, 1]) and int(x[1, 0]) == 3 and float(x[1, 1]) == 4.0
