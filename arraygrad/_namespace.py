@@ -139,6 +139,8 @@ class _Recorder:
             out = self.raw_function(raw_inputs, *raw_rest, **raw_kwargs)
         elif rule.vjps is None:
             out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
+        elif rule.sequence == "varargs":
+            out = self.raw_function(*raw_inputs, **raw_kwargs)
         else:
             positional = len(args[:len(rule.arrays)])
             out = self.raw_function(*raw_inputs[:positional], *raw_rest, **raw_kwargs,

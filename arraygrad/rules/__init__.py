@@ -26,47 +26,60 @@ _DISPLAY = {"multiply": "Mul", "subtract": "Sub", "divide": "Div", "negative": "
             "permute_dims": "Permute", "getitem": "Index", "setitem": "CopySlices"}
 
 
+LINEAR = "linear"
+"""``jvps=LINEAR``: the function is linear in its differentiable arguments together, so its
+JVP is the function itself applied to the tangents (JAX's ``deflinear``)."""
+
+
 class Rule:
-    """The differentiation rule of one function: its array arguments and their VJPs."""
+    """The differentiation rule of one function: its array arguments, their VJPs and JVPs."""
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
-                 "saves", "sources", "index", "keywords", "outputs")
+                 "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1):
         self.name = name
         self.display = _DISPLAY.get(name) or "".join(
-            part.capitalize() for part in name.replace(".", "_").split("_")) 
+            part.capitalize() for part in name.replace(".", "_").split("_"))
         self.display += "Backward"
         self.arrays = tuple(arrays)
-        self.sequence = sequence  # True: one argument holding a sequence of arrays
+        self.sequence = sequence  # "list" (concat's arrays) or "varargs" (broadcast_arrays)
         self.params = tuple(params)
         self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
         self.joint = joint
-        self.jvps = tuple(jvps)  # one tangent rule per argument, (xp, t, <saved>..., *, <params>)
+        # One tangent rule per argument (xp, t, <saved>..., *, <options>), or LINEAR, or ()
+        # when the forward mode derives the JVP by transposing the VJP.
+        self.jvps = jvps if jvps == LINEAR else tuple(jvps)
         self.outputs = outputs
-        functions = (*(self.vjps or ()), joint) if joint is not None else (self.vjps or ())
+        backward = (joint,) if joint is not None else (self.vjps or ())
+        forward = self.jvps if self.jvps != LINEAR else ()
         saves: list[str] = []
-        self.index = []  # per function: positions of its saved values (None: no function)
-        self.keywords = []
+        self.index, self.keywords = self._bind(backward, saves)
+        self.jvp_index, self.jvp_keywords = self._bind(forward, saves)
+        self.saves = tuple(saves)
+        # None where a function takes every saved value in order (the common case).
+        every = tuple(range(len(saves)))
+        self.index = [None if index == every else index for index in self.index]
+        self.jvp_index = [None if index == every else index for index in self.jvp_index]
+        self.sources = tuple(self._source(item) for item in saves)
+
+    def _bind(self, functions, saves):
+        """Positions in ``saves`` of what each function needs (adding to ``saves``), and the
+        options each takes."""
+        index, keywords = [], []
         for function in functions:
             if function is None:
-                self.index.append(None)
-                self.keywords.append(())
+                index.append(())
+                keywords.append(())
                 continue
-            needed, keywords = _signature(function, name)
+            needed, options = _signature(function, self.name)
             for item in needed:
                 if item not in saves:
                     saves.append(item)
-            self.index.append(tuple(saves.index(item) for item in needed))
-            self.keywords.append(keywords)
-        if joint is not None:
-            self.index, self.keywords = self.index[-1:], self.keywords[-1:]
-        self.saves = tuple(saves)
-        # None where a VJP takes every saved value in order (the common case: no reordering).
-        self.index = [None if index is None or index == tuple(range(len(saves))) else index
-                      for index in self.index]
-        self.sources = tuple(self._source(item) for item in saves)
+            index.append(tuple(saves.index(item) for item in needed))
+            keywords.append(options)
+        return index, keywords
 
     def _source(self, item):
         """Where a saved name comes from: ``("input"|"shape", argument index)``, ``("ans", 0)``,

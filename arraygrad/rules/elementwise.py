@@ -9,7 +9,7 @@ Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
 import cmath
 import math
 
-from . import conj, defvjp, from_derivative, is_complex, nondifferentiable
+from . import LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
@@ -51,17 +51,15 @@ def _sgn(xp, x):
 
 defvjp("abs", lambda xp, g, x: g * _sgn(xp, x),
        jvps=(lambda xp, t, x: xp.real(t * conj(xp, _sgn(xp, x))) if is_complex(x) else t * xp.sign(x),))
-defvjp("negative", lambda xp, g: -g, jvps=(lambda xp, t: -t,))
-defvjp("positive", lambda xp, g: g, jvps=(lambda xp, t: t,))
-defvjp("conj", lambda xp, g: conj(xp, g), jvps=(lambda xp, t: conj(xp, t),))
-defvjp("real", lambda xp, g: g, jvps=(lambda xp, t: xp.real(t),))
-defvjp("imag", lambda xp, g: g * 1j, jvps=(lambda xp, t: xp.imag(t),))
+defvjp("negative", lambda xp, g: -g, jvps=LINEAR)
+defvjp("positive", lambda xp, g: g, jvps=LINEAR)
+defvjp("conj", lambda xp, g: conj(xp, g), jvps=LINEAR)
+defvjp("real", lambda xp, g: g, jvps=LINEAR)
+defvjp("imag", lambda xp, g: g * 1j, jvps=LINEAR)
 
 # Binary functions: one VJP per argument.
-defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2",
-       jvps=(lambda xp, t: t, lambda xp, t: t))
-defvjp("subtract", lambda xp, g: g, lambda xp, g: -g, arrays="x1 x2",
-       jvps=(lambda xp, t: t, lambda xp, t: -t))
+defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2", jvps=LINEAR)
+defvjp("subtract", lambda xp, g: g, lambda xp, g: -g, arrays="x1 x2", jvps=LINEAR)
 defvjp("multiply",
        lambda xp, g, x2: g * conj(xp, x2),
        lambda xp, g, x1: g * conj(xp, x1), arrays="x1 x2",
@@ -72,25 +70,28 @@ defvjp("divide",
        jvps=(lambda xp, t, x2: t / x2, lambda xp, t, ans, x2: -t * ans / x2))
 
 
-def vjp_pow_base(xp, g, x1, x2):
-    # PyTorch: the gradient is 0 where the exponent is 0, even at a zero base.
-    if not hasattr(x2, "shape"):
-        return g * conj(xp, x2 * x1 ** (x2 - 1)) if x2 != 0 else 0 * g
+def _pow_base_derivative(xp, x1, x2):
+    # PyTorch: 0 where the exponent is 0, even at a zero base.
+    if not hasattr(x2, "shape"):  # a Python exponent: x ** 2
+        return x2 * x1 ** (x2 - 1) if x2 != 0 else 0 * x1
     d = x2 * x1 ** (x2 - 1)
-    return g * conj(xp, xp.where(x2 == 0, xp.zeros_like(d), d))
+    return xp.where(x2 == 0, xp.zeros_like(d), d)
 
 
-def vjp_pow_exponent(xp, g, ans, x1):
-    # PyTorch: 0 where the base is 0 and the exponent non-negative (x**y is flat there).
+def _pow_exponent_derivative(xp, ans, x1):
+    # PyTorch: 0 where the base is 0 (x ** y is flat there for y >= 0).
     if not hasattr(x1, "shape"):  # a Python base: 2 ** x
-        return g * conj(xp, ans * cmath.log(x1)) if x1 != 0 else 0 * g
+        return ans * cmath.log(x1) if x1 != 0 else 0 * ans
     d = ans * xp.log(x1)
-    return g * conj(xp, xp.where(x1 == 0, xp.zeros_like(d), d))
+    return xp.where(x1 == 0, xp.zeros_like(d), d)
 
 
-defvjp("pow", vjp_pow_base, vjp_pow_exponent, arrays="x1 x2",
-       jvps=(lambda xp, t, x1, x2: t * vjp_pow_base(xp, 1, x1, x2),
-             lambda xp, t, ans, x1: vjp_pow_exponent(xp, t, ans, x1)))
+defvjp("pow",
+       lambda xp, g, x1, x2: g * conj(xp, _pow_base_derivative(xp, x1, x2)),
+       lambda xp, g, ans, x1: g * conj(xp, _pow_exponent_derivative(xp, ans, x1)),
+       arrays="x1 x2",
+       jvps=(lambda xp, t, x1, x2: t * _pow_base_derivative(xp, x1, x2),
+             lambda xp, t, ans, x1: t * _pow_exponent_derivative(xp, ans, x1)))
 
 
 def _share(xp, g, x1, x2, wins):
@@ -106,12 +107,18 @@ def _less(a, b):
     return a < b
 
 
-defvjp("maximum",
-       lambda xp, g, x1, x2: _share(xp, g, x1, x2, _greater),
-       lambda xp, g, x1, x2: _share(xp, g, x2, x1, _greater), arrays="x1 x2")
-defvjp("minimum",
-       lambda xp, g, x1, x2: _share(xp, g, x1, x2, _less),
-       lambda xp, g, x1, x2: _share(xp, g, x2, x1, _less), arrays="x1 x2")
+def defreal(name, *vjps, arrays="x1 x2"):
+    """Register a function of real arguments only: there ``g * d`` and ``t * d`` coincide, so
+    the same per-argument formulas serve as VJPs and JVPs."""
+    defvjp(name, *vjps, arrays=arrays, jvps=vjps)
+
+
+defreal("maximum",
+        lambda xp, g, x1, x2: _share(xp, g, x1, x2, _greater),
+        lambda xp, g, x1, x2: _share(xp, g, x2, x1, _greater))
+defreal("minimum",
+        lambda xp, g, x1, x2: _share(xp, g, x1, x2, _less),
+        lambda xp, g, x1, x2: _share(xp, g, x2, x1, _less))
 
 
 def _inside(xp, x, min, max):
@@ -124,26 +131,26 @@ def _inside(xp, x, min, max):
     return mask
 
 
-defvjp("clip",
-       lambda xp, g, x, min, max: xp.where(_inside(xp, x, min, max), g, 0 * g),
-       lambda xp, g, x, min, max: xp.where(x < min, g, 0 * g) if max is None
-       else xp.where((x < min) & (min <= max), g, 0 * g),
-       lambda xp, g, x, min, max: xp.where(x > max, g, 0 * g) if min is None
-       else xp.where((x > max) | (min > max), g, 0 * g),
-       arrays="x min max")
+defreal("clip",
+        lambda xp, g, x, min, max: xp.where(_inside(xp, x, min, max), g, 0 * g),
+        lambda xp, g, x, min, max: xp.where(x < min, g, 0 * g) if max is None
+        else xp.where((x < min) & (min <= max), g, 0 * g),
+        lambda xp, g, x, min, max: xp.where(x > max, g, 0 * g) if min is None
+        else xp.where((x > max) | (min > max), g, 0 * g),
+        arrays="x min max")
 
-defvjp("logaddexp",
-       lambda xp, g, ans, x1: g * xp.exp(x1 - ans),
-       lambda xp, g, ans, x2: g * xp.exp(x2 - ans), arrays="x1 x2")
-defvjp("hypot",
-       lambda xp, g, ans, x1: g * x1 / ans,
-       lambda xp, g, ans, x2: g * x2 / ans, arrays="x1 x2")
-defvjp("atan2",
-       lambda xp, g, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
-       lambda xp, g, x1, x2: -g * x1 / (x1 * x1 + x2 * x2), arrays="x1 x2")
-defvjp("remainder",
-       lambda xp, g: g,
-       lambda xp, g, x1, x2: -g * xp.floor(x1 / x2), arrays="x1 x2")
+defreal("logaddexp",
+        lambda xp, g, ans, x1: g * xp.exp(x1 - ans),
+        lambda xp, g, ans, x2: g * xp.exp(x2 - ans))
+defreal("hypot",
+        lambda xp, g, ans, x1: g * x1 / ans,
+        lambda xp, g, ans, x2: g * x2 / ans)
+defreal("atan2",
+        lambda xp, g, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
+        lambda xp, g, x1, x2: -g * x1 / (x1 * x1 + x2 * x2))
+defreal("remainder",
+        lambda xp, g: g,
+        lambda xp, g, x1, x2: -g * xp.floor(x1 / x2))
 
 
 def vjp_copysign(xp, g, ans, x1):
@@ -152,7 +159,7 @@ def vjp_copysign(xp, g, ans, x1):
     return g * xp.where(zero, 0 * ans, ans / xp.where(zero, 1.0, x1))
 
 
-defvjp("copysign", vjp_copysign, None, arrays="x1 x2")
+defreal("copysign", vjp_copysign, None)
 
 nondifferentiable(
     "bitwise_and", "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",

@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from . import defvjp, set_index
+from . import LINEAR, defvjp, set_index
 
 
 def _has_arrays(key) -> bool:
@@ -52,10 +52,13 @@ def vjp_setitem_x(xp, g, *, key):
     return set_index(xp, g * 1, key, 0)  # a fresh array: g may be shared with other gradients
 
 
-defvjp("getitem", vjp_getitem, params="key", jvps=(lambda xp, t, *, key: t[key],))
-defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: g[key], arrays="x value", params="key")
+# Gathers and copy-slices are linear: their JVP is themselves, applied to the tangents.
+defvjp("getitem", vjp_getitem, params="key", jvps=LINEAR)
+defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: g[key], arrays="x value", params="key",
+       jvps=LINEAR)
 defvjp("take", lambda xp, g, x_shape, indices, *, axis=None: vjp_gather(
-    xp, g, x_shape, lambda a: xp.take(a, indices, axis=axis)), None, arrays="x indices")
+    xp, g, x_shape, lambda a: xp.take(a, indices, axis=axis)), None, arrays="x indices",
+    jvps=LINEAR)
 defvjp("take_along_axis", lambda xp, g, x_shape, indices, *, axis=-1: vjp_gather(
     xp, g, x_shape, lambda a: xp.take_along_axis(a, indices, axis=axis)), None,
-    arrays="x indices")
+    arrays="x indices", jvps=LINEAR)

@@ -1,6 +1,6 @@
 """Rules of the standard's manipulation functions: each VJP undoes the rearrangement."""
 
-from . import defjoint, defvjp
+from . import LINEAR, defjoint, defvjp
 
 
 def _negate(shift):
@@ -62,22 +62,36 @@ def vjp_repeat(xp, g, x_shape, repeats, *, axis=None):
     return xp.reshape(grad, x_shape)
 
 
-defvjp("reshape", lambda xp, g, x_shape, **_: xp.reshape(g, x_shape), params="shape",
-       jvps=(lambda xp, t, *, shape, copy=None: xp.reshape(t, shape),))
+# Every manipulation is linear: its JVP is itself, applied to the tangents.
+defvjp("reshape", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="shape", jvps=LINEAR)
 defvjp("permute_dims", lambda xp, g, *, axes: xp.permute_dims(g, _inverse_permutation(axes)),
-       params="axes", jvps=(lambda xp, t, *, axes: xp.permute_dims(t, axes),))
-defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis")
-defvjp("squeeze", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis")
-defvjp("broadcast_to", lambda xp, g: g, params="shape")  # the engine sums over broadcast axes
-defvjp("flip", lambda xp, g, *, axis=None: xp.flip(g, axis=axis))
+       params="axes", jvps=LINEAR)
+defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis", jvps=LINEAR)
+defvjp("squeeze", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis", jvps=LINEAR)
+defvjp("broadcast_to", lambda xp, g: g, params="shape", jvps=LINEAR)  # the engine sums
+defvjp("flip", lambda xp, g, *, axis=None: xp.flip(g, axis=axis), jvps=LINEAR)
 defvjp("roll", lambda xp, g, *, shift, axis=None: xp.roll(g, _negate(shift), axis=axis),
-       params="shift")
+       params="shift", jvps=LINEAR)
 defvjp("moveaxis", lambda xp, g, *, source, destination: xp.moveaxis(g, destination, source),
-       params="source destination")
-defvjp("tile", vjp_tile, params="reps")
-defvjp("repeat", vjp_repeat, None, arrays="x repeats")
-defjoint("concat", vjp_concat, arrays="arrays", sequence="list")
-defjoint("stack", vjp_stack, arrays="arrays", sequence="list")
-defjoint("unstack", lambda xp, g, *, axis=0: (xp.stack(g, axis=axis),), outputs=None)
+       params="source destination", jvps=LINEAR)
+defvjp("tile", vjp_tile, params="reps", jvps=LINEAR)
+defvjp("repeat", vjp_repeat, None, arrays="x repeats", jvps=LINEAR)
+defjoint("concat", vjp_concat, arrays="arrays", sequence="list", jvps=LINEAR)
+defjoint("stack", vjp_stack, arrays="arrays", sequence="list", jvps=LINEAR)
+defjoint("unstack", lambda xp, g, *, axis=0: (xp.stack(g, axis=axis),), outputs=None,
+         jvps=LINEAR)
 defjoint("broadcast_arrays", lambda xp, g: list(g), arrays="arrays", sequence="varargs",
-         outputs=None)
+         outputs=None, jvps=LINEAR)
+
+
+def vjp_meshgrid(xp, g, *, indexing="xy"):
+    # Output k repeats input k along every axis but its own (axes 0 and 1 swap for "xy").
+    grads = []
+    for k, grad in enumerate(g):
+        own = {0: 1, 1: 0}.get(k, k) if indexing == "xy" and len(g) > 1 else k
+        grads.append(xp.sum(grad, axis=tuple(a for a in range(grad.ndim) if a != own)))
+    return grads
+
+
+defjoint("meshgrid", vjp_meshgrid, arrays="arrays", sequence="varargs", outputs=None,
+         jvps=LINEAR)

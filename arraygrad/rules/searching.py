@@ -2,7 +2,7 @@
 gradients. ``sort`` sends each gradient to the element its (stable) order put there, as
 PyTorch does for equal values."""
 
-from . import defvjp, nondifferentiable
+from . import LINEAR, defvjp, nondifferentiable
 from .indexing import vjp_gather
 
 
@@ -14,10 +14,10 @@ def vjp_sort(xp, g, x, *, axis=-1, descending=False, stable=True):
 defvjp("where", None,
        lambda xp, g, condition: xp.where(condition, g, xp.zeros_like(g)),
        lambda xp, g, condition: xp.where(condition, xp.zeros_like(g), g),
-       arrays="condition x1 x2",
-       jvps=(None, lambda xp, t, condition: xp.where(condition, t, xp.zeros_like(t)),
-             lambda xp, t, condition: xp.where(condition, xp.zeros_like(t), t)))
-defvjp("sort", vjp_sort)
+       arrays="condition x1 x2", jvps=LINEAR)
+defvjp("sort", vjp_sort, jvps=(lambda xp, t, x, *, axis=-1, descending=False, stable=True:
+                               xp.take_along_axis(t, xp.argsort(
+                                   x, axis=axis, descending=descending, stable=True), axis=axis),))
 
 nondifferentiable("argmax", "argmin", "argsort", "count_nonzero", "nonzero", "searchsorted",
                   "unique_all", "unique_counts", "unique_inverse", "unique_values")

@@ -1,16 +1,27 @@
 """Rules of the standard's statistical functions (reductions and cumulative ones).
 
+A reduction's VJP spreads ``g`` over the reduced axes with per-element weights ``w``, and its
+JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``prod``), or
+``sum(Re(conj(w) * t))`` for real-valued reductions of complex input (``var``, ``std``).
 ``max``/``min`` share the gradient equally among tied extrema (PyTorch's ``amax``/``amin``);
 ``std`` gives 0 where the deviation is 0.
 """
 
 import math
 
-from . import conj, defvjp, expand_reduced, normalize_axis
+from . import LINEAR, conj, defvjp, expand_reduced, is_complex, normalize_axis
 
 
 def _count(shape, axis):
     return math.prod(shape[a] for a in normalize_axis(axis, len(shape)))
+
+
+def _contract(xp, w, t, axis, keepdims):
+    """The JVP of a reduction with weights ``w``: ``sum(Re(conj(w) t))`` over the reduced axes
+    (just ``sum(w t)`` for real values)."""
+    product = conj(xp, w) * t
+    return xp.sum(xp.real(product) if is_complex(product) else product, axis=axis,
+                  keepdims=keepdims)
 
 
 def vjp_sum(xp, g, x_shape, *, axis=None, keepdims=False):
@@ -21,32 +32,26 @@ def vjp_mean(xp, g, x_shape, *, axis=None, keepdims=False):
     return expand_reduced(xp, g, axis, len(x_shape), keepdims) / max(_count(x_shape, axis), 1)
 
 
-def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
+def _extremum_weights(xp, x, ans, axis, keepdims):
+    """1/k on each of the k tied extrema of every reduced slice, 0 elsewhere."""
+    mask = xp.astype(x == expand_reduced(xp, ans, axis, x.ndim, keepdims), x.dtype)
+    return mask / (xp.sum(mask, axis=axis, keepdims=True) if x.ndim else mask)
+
+
+def _var_weights(xp, x, axis, correction):
+    return 2 * (x - xp.mean(x, axis=axis, keepdims=True)) / (_count(x.shape, axis) - correction)
+
+
+def _std_weights(xp, x, ans, axis, correction, keepdims):
     ans = expand_reduced(xp, ans, axis, x.ndim, keepdims)
-    mask = xp.astype(x == ans, g.dtype)
-    count = xp.sum(mask, axis=axis, keepdims=True) if x.ndim else mask
-    return expand_reduced(xp, g, axis, x.ndim, keepdims) * mask / count
-
-
-def _centered(xp, x, axis):
-    return x - xp.mean(x, axis=axis, keepdims=True)
-
-
-def vjp_var(xp, g, x, *, axis=None, correction=0.0, keepdims=False):
-    scale = 2 / (_count(x.shape, axis) - correction)
-    return expand_reduced(xp, g, axis, x.ndim, keepdims) * scale * _centered(xp, x, axis)
-
-
-def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
-    ans = expand_reduced(xp, ans, axis, x.ndim, keepdims)
-    safe = xp.where(ans == 0, xp.ones_like(ans), ans)
-    scale = 1 / (_count(x.shape, axis) - correction)
-    grad = expand_reduced(xp, g, axis, x.ndim, keepdims) * scale * _centered(xp, x, axis) / safe
-    return xp.where(ans == 0, xp.zeros_like(grad), grad)
+    zero = ans == 0
+    weights = _var_weights(xp, x, axis, correction) / (2 * xp.where(zero, xp.ones_like(ans), ans))
+    return xp.where(zero, xp.zeros_like(weights), weights)  # PyTorch: 0 where std is 0
 
 
 def _move_reduced_last(xp, x, axis):
-    """Permute the reduced axes of ``x`` to the end and merge them into one; return the inverse."""
+    """Permute the reduced axes of ``x`` to the end and merge them into one; return the moved
+    shape and the inverse permutation."""
     axes = normalize_axis(axis, x.ndim)
     kept = [a for a in range(x.ndim) if a not in axes]
     order = kept + list(axes)
@@ -62,16 +67,40 @@ def _exclusive_cumprod(xp, x):
     return xp.concat([ones, xp.cumulative_prod(x[..., :-1], axis=-1)], axis=-1)
 
 
-def vjp_prod(xp, g, x, *, axis=None, dtype=None, keepdims=False):
-    # The product of all other entries, from both-side exclusive products: exact with zeros.
+def _prod_weights(xp, x, axis):
+    """The product of all other entries of each reduced slice: exact with zeros, from the
+    exclusive products on both sides."""
     if x.ndim == 0:
-        return g
+        return xp.ones_like(x)
     merged, moved_shape, inverse = _move_reduced_last(xp, x, axis)
     flipped = xp.flip(merged, axis=-1)
     others = _exclusive_cumprod(xp, merged) * xp.flip(_exclusive_cumprod(xp, flipped), axis=-1)
-    g = xp.reshape(g, tuple(merged.shape[:-1]) + (1,))
-    grad = xp.reshape(g * conj(xp, others), moved_shape)
-    return xp.permute_dims(grad, inverse)
+    return xp.permute_dims(xp.reshape(others, moved_shape), inverse)
+
+
+defvjp("sum", vjp_sum, jvps=LINEAR)
+defvjp("mean", vjp_mean, jvps=LINEAR)
+for _name in ("max", "min"):
+    defvjp(_name,
+           lambda xp, g, x, ans, *, axis=None, keepdims=False: expand_reduced(
+               xp, g, axis, x.ndim, keepdims) * _extremum_weights(xp, x, ans, axis, keepdims),
+           jvps=(lambda xp, t, x, ans, *, axis=None, keepdims=False: _contract(
+               xp, _extremum_weights(xp, x, ans, axis, keepdims), t, axis, keepdims),))
+defvjp("var",
+       lambda xp, g, x, *, axis=None, correction=0.0, keepdims=False: expand_reduced(
+           xp, g, axis, x.ndim, keepdims) * _var_weights(xp, x, axis, correction),
+       jvps=(lambda xp, t, x, *, axis=None, correction=0.0, keepdims=False: _contract(
+           xp, _var_weights(xp, x, axis, correction), t, axis, keepdims),))
+defvjp("std",
+       lambda xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False: expand_reduced(
+           xp, g, axis, x.ndim, keepdims) * _std_weights(xp, x, ans, axis, correction, keepdims),
+       jvps=(lambda xp, t, x, ans, *, axis=None, correction=0.0, keepdims=False: _contract(
+           xp, _std_weights(xp, x, ans, axis, correction, keepdims), t, axis, keepdims),))
+defvjp("prod",
+       lambda xp, g, x, *, axis=None, dtype=None, keepdims=False: expand_reduced(
+           xp, g, axis, x.ndim, keepdims) * conj(xp, _prod_weights(xp, x, axis)),
+       jvps=(lambda xp, t, x, *, axis=None, dtype=None, keepdims=False: xp.sum(
+           _prod_weights(xp, x, axis) * t, axis=axis, keepdims=keepdims),))
 
 
 def vjp_cumulative_sum(xp, g, x_shape, *, axis=None, dtype=None, include_initial=False):
@@ -83,24 +112,13 @@ def vjp_cumulative_sum(xp, g, x_shape, *, axis=None, dtype=None, include_initial
     return xp.flip(xp.cumulative_sum(xp.flip(g, axis=axis), axis=axis), axis=axis)
 
 
-defvjp("sum", vjp_sum)
-defvjp("mean", vjp_mean)
-defvjp("max", vjp_extremum)
-defvjp("min", vjp_extremum)
-defvjp("var", vjp_var)
-defvjp("std", vjp_std)
-defvjp("prod", vjp_prod)
-defvjp("cumulative_sum", vjp_cumulative_sum)
-
-
 def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial=False):
     axis = 0 if axis is None else axis % x.ndim
     x = xp.moveaxis(x, axis, -1)
     g = xp.moveaxis(g, axis, -1)
+    ans = xp.moveaxis(ans, axis, -1)
     if include_initial:  # the initial one does not depend on x
-        g, ans = g[..., 1:], xp.moveaxis(ans, axis, -1)[..., 1:]
-    else:
-        ans = xp.moveaxis(ans, axis, -1)
+        g, ans = g[..., 1:], ans[..., 1:]
     if not bool(xp.any(x == 0)):
         # d ans_k / d x_j = ans_k / x_j for k >= j: a reversed running sum.
         totals = xp.flip(xp.cumulative_sum(xp.flip(g * conj(xp, ans), axis=-1), axis=-1), axis=-1)
@@ -115,4 +133,5 @@ def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial
     return xp.moveaxis(grad, -1, axis)
 
 
-defvjp("cumulative_prod", vjp_cumulative_prod)
+defvjp("cumulative_sum", vjp_cumulative_sum, jvps=LINEAR)
+defvjp("cumulative_prod", vjp_cumulative_prod)  # JVP: the transposed VJP

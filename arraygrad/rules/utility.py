@@ -1,6 +1,6 @@
 """Rules of the utility functions: ``diff`` is linear; ``all`` and ``any`` are boolean."""
 
-from . import defjoint, nondifferentiable
+from . import LINEAR, defjoint, nondifferentiable
 
 
 def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepend=None,
@@ -24,6 +24,6 @@ def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepe
     return [x_grad, prepend_grad, append_grad]
 
 
-defjoint("diff", vjp_diff, arrays="x prepend append")
+defjoint("diff", vjp_diff, arrays="x prepend append", jvps=LINEAR)
 
 nondifferentiable("all", "any")
