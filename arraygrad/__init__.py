@@ -7,14 +7,17 @@ namespace (``x.__array_namespace__()`` or :func:`namespace`), call ``backward()`
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._plugins import (DEFAULT_CAPABILITIES, DEFAULT_TOLERANCES, BackendInfo, backends,
                        get_backend, hookimpl, register_backend, registry)
+from ._transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from ._variable import Variable
+from . import autograd  # noqa: E402  (arraygrad.testing imports NumPy: import it explicitly)
 from .errors import (ArraygradError, BackendError, BackendUnavailable, BackwardError,
                      GradientError, InplaceError, NoRuleError)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Variable", "namespace", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "Variable", "namespace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian",
+    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "backends", "register_backend", "hookimpl", "BackendInfo", "DEFAULT_TOLERANCES",
     "DEFAULT_CAPABILITIES", "ArraygradError", "BackendError", "BackendUnavailable",
     "BackwardError", "GradientError", "InplaceError", "NoRuleError",

@@ -89,26 +89,11 @@ class Node:
             g = grads[0]
         else:
             g = tuple(self._zeros(xp, i) if grad is None else grad for i, grad in enumerate(grads))
-        params = self.params
-        edges = self.edges
-        if rule.joint is not None:
-            index = rule.index[0]
-            args = saved if index is None else [saved[i] for i in index]
-            results = list(rule.joint(xp, g, *args, **_options(params, rule.keywords[0])))
-        else:
-            results = [None] * len(edges)
-            for i, vjp in enumerate(rule.vjps):
-                if edges[i] is None or vjp is None:
-                    continue
-                index = rule.index[i]
-                args = saved if index is None else [saved[j] for j in index]
-                if params:
-                    results[i] = vjp(xp, g, *args, **_options(params, rule.keywords[i]))
-                else:
-                    results[i] = vjp(xp, g, *args)
+        results = run_vjps(rule, xp, g, saved, self.params, self.edges)
         if not retain_graph and saved:
             self.saved = _FREED
         meta = self.meta
+        edges = self.edges
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
                 shape, dtype = meta[i]
@@ -140,6 +125,25 @@ class Node:
             else:
                 values.append(value)
         return values
+
+
+def run_vjps(rule, xp, g, saved, params, edges):
+    """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others."""
+    if rule.joint is not None:
+        index = rule.index[0]
+        args = saved if index is None else [saved[i] for i in index]
+        return list(rule.joint(xp, g, *args, **_options(params, rule.keywords[0])))
+    results = [None] * len(edges)
+    for i, vjp in enumerate(rule.vjps):
+        if edges[i] is None or vjp is None:
+            continue
+        index = rule.index[i]
+        args = saved if index is None else [saved[j] for j in index]
+        if params:
+            results[i] = vjp(xp, g, *args, **_options(params, rule.keywords[i]))
+        else:
+            results[i] = vjp(xp, g, *args)
+    return results
 
 
 def _reconnect(value, edge, backend):
@@ -253,8 +257,12 @@ def fit(xp, grad, shape, dtype, op, index):
     return grad
 
 
-def backward(roots, retain_graph, create_graph):
-    """Propagate gradients from ``roots``, a list of ``(edge, gradient)`` pairs."""
+def backward(roots, retain_graph, create_graph, capture=None):
+    """Propagate gradients from ``roots``, a list of ``(edge, gradient)`` pairs.
+
+    With ``capture`` (a dict ``{edge: None}``), the gradients arriving at those edges are stored
+    in it and returned, and no leaf's ``.grad`` is touched (``arraygrad.autograd.grad``).
+    """
     dependencies: dict = {}
     stack = []
     for (node, _), _ in roots:
@@ -282,6 +290,12 @@ def backward(roots, retain_graph, create_graph):
             if grads is not None:
                 if node.__class__ is Node and (node.pre_hooks or node.retained):
                     grads = _node_hooks(node, grads, create_graph)
+                if capture is not None:
+                    for output_nr, grad in enumerate(grads):
+                        if (node, output_nr) in capture:
+                            capture[(node, output_nr)] = grad
+                    if node.__class__ is AccumulateGrad:
+                        continue
                 results = node.apply(grads, create_graph, retain_graph)
             for i, edge in enumerate(node.edges):
                 if edge is None:
@@ -293,6 +307,7 @@ def backward(roots, retain_graph, create_graph):
                 dependencies[child] = remaining
                 if remaining == 0:
                     ready.append(child)
+    return capture
 
 
 def _accumulate(buffers, node, output_nr, grad):

@@ -85,10 +85,9 @@ class _Recorder:
             results = [_make(o, backend, None, 0, False) for o in outs]
             return _pack(out, results) if multiple else results[0]
         edges = tuple(v._edge if v.__class__ is Variable else None for v in inputs)
-        meta = [(tuple(r.shape), r.dtype) if edge is not None else None
-                for r, edge in zip(raw_inputs, edges)]
-        if multiple:
-            meta.extend((tuple(o.shape), o.dtype) for o in outs)
+        # (shape, dtype) of every array input, then of every output.
+        meta = [(tuple(r.shape), r.dtype) if hasattr(r, "shape") else None for r in raw_inputs]
+        meta.extend((tuple(o.shape), o.dtype) for o in outs)
         versions = []
         saved = []
         for kind, index in rule.sources:
@@ -199,8 +198,8 @@ def _unary_fast(recorder):
         if not (x._requires_grad and _state.enabled):
             return _make(out, backend, None, 0, False)
         saved, versions = _save_unary(sources, x, data, out)
-        node = Node(rule, backend, (x._edge,), ((data.shape, data.dtype),), saved, None,
-                    versions)
+        node = Node(rule, backend, (x._edge,),
+                    ((data.shape, data.dtype), (out.shape, out.dtype)), saved, None, versions)
         return _make(out, backend, node, 0)
 
     return function
@@ -261,7 +260,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
         node = Node(rule, backend,
                     (a._edge if needs_a else None, b._edge if needs_b else None),
                     ((ra.shape, ra.dtype) if needs_a else None,
-                     (rb.shape, rb.dtype) if needs_b else None),
+                     (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),
                     tuple(saved), None, tuple(versions))
         if not _is_inexact(backend, out):
             return _make(out, backend, None, 0, False)
@@ -382,12 +381,12 @@ def _install_specials(ns, backend, recorders):
                      backend, None, 0, False)
 
     ns.asarray = asarray
-    getitem = _Recorder(backend, "__getitem__", lambda x, *, key: x[key], RULES["getitem"])
+    getitem = _Recorder(backend, "__getitem__", lambda x, key: x[key], RULES["getitem"])
 
     def _getitem(x, key):
         return getitem(x, key=key)
 
-    def raw_setitem(x, value, *, key):
+    def raw_setitem(x, value, key):
         return backend.set_index(raw_asarray(x, copy=True), key, value)
 
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
@@ -395,7 +394,7 @@ def _install_specials(ns, backend, recorders):
     def _setitem(x, key, value):
         return setitem(x, value, key=key)
 
-    def raw_to_device(x, *, device, stream=None):
+    def raw_to_device(x, device, stream=None):
         return x.to_device(device, stream=stream) if stream is not None else x.to_device(device)
 
     to_device = _Recorder(backend, "to_device", raw_to_device, RULES["to_device"])
@@ -406,6 +405,8 @@ def _install_specials(ns, backend, recorders):
     ns._getitem = _getitem
     ns._setitem = _setitem
     ns._to_device = _to_device
+    recorders.update(getitem=getitem, setitem=setitem, to_device=to_device)
+    backend.recorders = recorders  # the forward mode applies linear functions to tangents
 
 
 class _OperatorTable(dict):

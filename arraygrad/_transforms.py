@@ -1,0 +1,144 @@
+"""Function transforms in the style of JAX and ``torch.func``: ``grad``, ``value_and_grad``,
+``vjp``, ``jvp``, ``jacobian``, ``hessian``.
+
+They take raw backend arrays or Variables. Raw arrays in give raw arrays out; Variables in give
+Variables out, still connected to the graph, so that transforms nest (``hessian`` is
+``jacobian(grad(f))``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from . import autograd
+from ._forward import push_tangents
+from ._variable import Variable
+from .errors import BackwardError
+
+
+def _as_inputs(args, argnums):
+    """Leaf Variables for the differentiated arguments; returns (args, positions, raw flags)."""
+    positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    args = list(args)
+    raw = []
+    for i in positions:
+        value = args[i]
+        if isinstance(value, Variable):
+            raw.append(False)
+            if not value.requires_grad:
+                args[i] = Variable(value.data, requires_grad=True)
+        else:
+            raw.append(True)
+            args[i] = Variable(value, requires_grad=True)
+    return args, positions, raw
+
+
+def _out(value, raw):
+    return value.data if raw and isinstance(value, Variable) else value
+
+
+def _nested(args, positions):
+    # Variables that already require grad may belong to an outer transform: keep the graph.
+    return any(isinstance(a, Variable) and a.grad_fn is not None or
+               isinstance(a, Variable) and a.requires_grad for a in args)
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """Return a function computing ``(f(*args), gradient of f w.r.t. args[argnums])``; ``f`` must
+    return a single-element value (and an auxiliary value with ``has_aux``)."""
+
+    @functools.wraps(f)
+    def value_and_gradient(*args, **kwargs):
+        create_graph = _nested(args, argnums)
+        inputs, positions, raw = _as_inputs(args, argnums)
+        result = f(*inputs, **kwargs)
+        value, aux = result if has_aux else (result, None)
+        if not isinstance(value, Variable) or value.size != 1:
+            raise BackwardError(
+                f"grad() needs f to return a single-element Variable, got "
+                f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
+                "for other outputs")
+        wrt = [inputs[i] for i in positions]
+        if value.requires_grad:
+            grads = autograd.grad(value, wrt, create_graph=create_graph, allow_unused=True)
+        else:
+            grads = (None,) * len(wrt)
+        xp = value.__array_namespace__()
+        grads = [g if g is not None else xp.zeros_like(w) for g, w in zip(grads, wrt)]
+        grads = [_out(g, r) for g, r in zip(grads, raw)]
+        gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
+        value = _out(value, all(raw)) if create_graph else _out(value.detach(), all(raw))
+        return ((value, aux), gradient) if has_aux else (value, gradient)
+
+    return value_and_gradient
+
+
+def grad(f, argnums=0, has_aux=False):
+    """Return a function computing the gradient of the single-element ``f`` w.r.t.
+    ``args[argnums]`` (a tuple of gradients when ``argnums`` is a tuple)."""
+    compute = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def gradient(*args, **kwargs):
+        (value, gradients) = compute(*args, **kwargs)
+        return (gradients, value[1]) if has_aux else gradients
+
+    return gradient
+
+
+def vjp(f, *primals):
+    """Return ``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per primal."""
+    create_graph = _nested(primals, ())
+    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))))
+    out = f(*inputs)
+
+    def vjp_fn(cotangent):
+        grads = autograd.grad(out, inputs, grad_outputs=cotangent, retain_graph=True,
+                              create_graph=create_graph, allow_unused=True)
+        xp = out.__array_namespace__()
+        return tuple(_out(g if g is not None else xp.zeros_like(x), r)
+                     for g, x, r in zip(grads, inputs, raw))
+
+    return _out(out if create_graph else out.detach(), all(raw)), vjp_fn
+
+
+def jvp(f, primals, tangents):
+    """Return ``(f(*primals), J @ tangents)`` by forward mode through the rules' JVPs."""
+    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))))
+    out = f(*inputs)
+    leaves = {x: (t.data if isinstance(t, Variable) else t) for x, t in zip(inputs, tangents)}
+    (tangent,) = push_tangents([out], leaves)
+    if tangent is None:
+        tangent = out.__array_namespace__().zeros_like(out).data
+    as_raw = all(raw)
+    return _out(out.detach(), as_raw), tangent if as_raw else Variable(tangent)
+
+
+def jacobian(f, argnums=0):
+    """Return a function computing the Jacobian of ``f`` w.r.t. ``args[argnums]``, of shape
+    ``output shape + input shape``, one reverse pass per output element."""
+
+    @functools.wraps(f)
+    def jacobian_of(*args, **kwargs):
+        create_graph = _nested(args, argnums)
+        inputs, positions, raw = _as_inputs(args, (argnums,))
+        x = inputs[argnums]
+        out = f(*inputs, **kwargs)
+        xp = out.__array_namespace__()
+        rows = []
+        flat = xp.reshape(out, (-1,))
+        for k in range(flat.shape[0]):
+            row = autograd.grad(flat[k], x, retain_graph=True, create_graph=create_graph,
+                                allow_unused=True)
+            rows.append(row if row is not None else xp.zeros_like(x))
+        jac = xp.reshape(xp.stack(rows, axis=0) if rows else xp.zeros((0,) + tuple(x.shape)),
+                         tuple(out.shape) + tuple(x.shape))
+        return _out(jac, raw[0])
+
+    return jacobian_of
+
+
+def hessian(f, argnums=0):
+    """Return a function computing the Hessian of the single-element ``f``:
+    ``jacobian(grad(f))``."""
+    return jacobian(grad(f, argnums), argnums)

@@ -1,0 +1,53 @@
+"""``arraygrad.autograd.grad``: gradients of outputs with respect to chosen inputs, returned
+instead of accumulated into ``.grad`` (as ``torch.autograd.grad``)."""
+
+from __future__ import annotations
+
+from . import _engine
+from .errors import BackwardError
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Return the gradients of ``outputs`` with respect to each of ``inputs``.
+
+    Parameters
+    ----------
+    outputs, inputs : Variable or sequence of Variables
+    grad_outputs : gradients of some scalar with respect to ``outputs`` (``None`` for
+        single-element outputs), as for ``Variable.backward``.
+    retain_graph, create_graph : as for ``Variable.backward``.
+    allow_unused : return ``None`` for an input the outputs do not depend on, instead of raising.
+    """
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    single = not isinstance(inputs, (list, tuple))
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = []
+    for output, gradient in zip(outputs, grad_outputs):
+        edge = output._edge
+        if edge is None:
+            raise BackwardError("grad(): an output does not require grad; nothing to differentiate")
+        roots.append((edge, output._seed(gradient, create_graph)))
+    edges = []
+    for variable in inputs:
+        if not variable.requires_grad:
+            raise BackwardError("grad(): every input must require grad (requires_grad=True)")
+        edges.append(variable._edge)
+    capture = _engine.backward(roots, retain_graph, create_graph, {edge: None for edge in edges})
+    from ._variable import Variable
+
+    results = []
+    for variable, edge in zip(inputs, edges):
+        found = capture[edge]
+        if found is None and not allow_unused:
+            raise BackwardError(
+                "grad(): one of the inputs was not used to compute the outputs; pass "
+                "allow_unused=True to get None for it")
+        if found is not None and not isinstance(found, Variable):
+            found = Variable._make(found, variable._backend, None, 0, False)
+        results.append(found)
+    return results[0] if single else tuple(results)
