@@ -1,4 +1,6 @@
-"""The names of the Python Array API standard, by family (revision 2024.12, plus 2025.12)."""
+"""The names of the Python Array API standard, by family: revision 2024.12, plus the 2025.12
+additions (``broadcast_shapes``, ``isin``, ``linalg.eig``, ``linalg.eigvals``), which the
+namespace offers wherever the backend has them."""
 
 ELEMENTWISE = (
     "abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift "
@@ -13,6 +15,7 @@ CREATION = (
     "ones_like tril triu zeros zeros_like"
 ).split()
 DATA_TYPE_FUNCTIONS = "astype can_cast finfo iinfo isdtype result_type".split()
+ADDED_2025_12 = ["broadcast_shapes", "isin", "linalg.eig", "linalg.eigvals"]
 DTYPES = (
     "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 complex64 complex128"
 ).split()
@@ -20,17 +23,17 @@ CONSTANTS = "e inf nan newaxis pi".split()
 INDEXING = "take take_along_axis".split()
 LINEAR_ALGEBRA = "matmul matrix_transpose tensordot vecdot".split()
 MANIPULATION = (
-    "broadcast_arrays broadcast_to concat expand_dims flip moveaxis permute_dims repeat reshape "
+    "broadcast_arrays broadcast_shapes broadcast_to concat expand_dims flip moveaxis permute_dims repeat reshape "
     "roll squeeze stack tile unstack"
 ).split()
 SEARCHING = "argmax argmin count_nonzero nonzero searchsorted where".split()
-SETS = "unique_all unique_counts unique_inverse unique_values".split()
+SETS = "isin unique_all unique_counts unique_inverse unique_values".split()
 SORTING = "argsort sort".split()
 STATISTICAL = "cumulative_prod cumulative_sum max mean min prod std sum var".split()
 UTILITY = "all any diff".split()
 INSPECTION = ("__array_namespace_info__",)
 LINALG = (
-    "cholesky cross det diagonal eigh eigvalsh inv matmul matrix_norm matrix_power matrix_rank "
+    "cholesky cross det diagonal eig eigh eigvals eigvalsh inv matmul matrix_norm matrix_power matrix_rank "
     "matrix_transpose outer pinv qr slogdet solve svd svdvals tensordot trace vecdot vector_norm"
 ).split()
 FFT = (
@@ -51,4 +54,4 @@ FUNCTIONS = [name for names in FUNCTION_FAMILIES.values() for name in names]
 CONSTRUCTORS = set(CREATION) - {"asarray", "tril", "triu", "meshgrid"} | {
     "fft.fftfreq", "fft.rfftfreq"}
 # Functions that answer questions about dtypes: arguments unwrapped, answers returned as they are.
-QUESTIONS = {"can_cast", "finfo", "iinfo", "isdtype", "result_type"}
+QUESTIONS = {"broadcast_shapes", "can_cast", "finfo", "iinfo", "isdtype", "result_type"}

@@ -19,5 +19,5 @@ defvjp("sort", vjp_sort, jvps=(lambda xp, t, x, *, axis=-1, descending=False, st
                                xp.take_along_axis(t, xp.argsort(
                                    x, axis=axis, descending=descending, stable=True), axis=axis),))
 
-nondifferentiable("argmax", "argmin", "argsort", "count_nonzero", "nonzero", "searchsorted",
+nondifferentiable("argmax", "argmin", "argsort", "count_nonzero", "isin", "nonzero", "searchsorted",
                   "unique_all", "unique_counts", "unique_inverse", "unique_values")

@@ -112,26 +112,44 @@ def vjp_cumulative_sum(xp, g, x_shape, *, axis=None, dtype=None, include_initial
     return xp.flip(xp.cumulative_sum(xp.flip(g, axis=axis), axis=axis), axis=axis)
 
 
-def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial=False):
+def _cumulative_layout(xp, axis, x, *others):
+    """Move ``axis`` last in ``x`` and the other arrays (the layout of the rules below)."""
     axis = 0 if axis is None else axis % x.ndim
-    x = xp.moveaxis(x, axis, -1)
-    g = xp.moveaxis(g, axis, -1)
-    ans = xp.moveaxis(ans, axis, -1)
+    return axis, [xp.moveaxis(a, axis, -1) for a in (x, *others)]
+
+
+def _partial_products(xp, x):
+    """``[..., j, k] = prod_{j < i <= k} x_i`` for ``k >= j``, else 0: d ans_k / d x_j divided
+    by the exclusive product before ``j``. O(n^2), exact with zeros."""
+    n = x.shape[-1]
+    after = xp.arange(n)[None, :] > xp.arange(n)[:, None]  # [j, i]: i > j
+    rows = xp.where(after, x[..., None, :], xp.ones_like(x[..., None, :]))
+    return xp.triu(xp.cumulative_prod(rows, axis=-1))
+
+
+def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial=False):
+    axis, (x, g, ans) = _cumulative_layout(xp, axis, x, g, ans)
     if include_initial:  # the initial one does not depend on x
         g, ans = g[..., 1:], ans[..., 1:]
     if not bool(xp.any(x == 0)):
         # d ans_k / d x_j = ans_k / x_j for k >= j: a reversed running sum.
         totals = xp.flip(xp.cumulative_sum(xp.flip(g * conj(xp, ans), axis=-1), axis=-1), axis=-1)
         return xp.moveaxis(totals / conj(xp, x), -1, axis)
-    # With zeros, products of the other entries, one row per j: O(n^2), exact.
-    n = x.shape[-1]
-    after = xp.arange(n)[None, :] > xp.arange(n)[:, None]  # [j, i]: i > j
-    rows = xp.where(after, x[..., None, :], xp.ones_like(x[..., None, :]))
-    partial = xp.triu(xp.cumulative_prod(rows, axis=-1))  # [j, k]: prod_{j<i<=k} x_i, k >= j
-    summed = xp.sum(conj(xp, partial) * g[..., None, :], axis=-1)
-    grad = conj(xp, _exclusive_cumprod(xp, x)) * summed
-    return xp.moveaxis(grad, -1, axis)
+    summed = xp.sum(conj(xp, _partial_products(xp, x)) * g[..., None, :], axis=-1)
+    return xp.moveaxis(conj(xp, _exclusive_cumprod(xp, x)) * summed, -1, axis)
+
+
+def jvp_cumulative_prod(xp, t, x, ans, *, axis=None, dtype=None, include_initial=False):
+    axis, (x, t, ans) = _cumulative_layout(xp, axis, x, t, ans)
+    if not bool(xp.any(x == 0)):
+        tangent = (ans[..., 1:] if include_initial else ans) * xp.cumulative_sum(t / x, axis=-1)
+    else:
+        weighted = t * _exclusive_cumprod(xp, x)
+        tangent = xp.sum(weighted[..., :, None] * _partial_products(xp, x), axis=-2)
+    if include_initial:
+        tangent = xp.concat([xp.zeros_like(tangent[..., :1]), tangent], axis=-1)
+    return xp.moveaxis(tangent, -1, axis)
 
 
 defvjp("cumulative_sum", vjp_cumulative_sum, jvps=LINEAR)
-defvjp("cumulative_prod", vjp_cumulative_prod)  # JVP: the transposed VJP
+defvjp("cumulative_prod", vjp_cumulative_prod, jvps=(jvp_cumulative_prod,))
