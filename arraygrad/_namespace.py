@@ -12,7 +12,7 @@ import operator
 import types
 
 from . import _grad_mode, _standard
-from ._engine import Node, accumulator
+from ._engine import Node, Version
 from ._variable import Variable
 from .errors import BackendError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
@@ -156,8 +156,6 @@ def _note_version(value, versions):
     if value.__class__ is Variable:
         version = value._version
         if version is None:
-            from ._engine import Version
-
             version = value._version = Version()
         versions.append((version, version.value))
 
