@@ -341,7 +341,8 @@ def build_namespace(backend) -> Namespace:
 
 
 def _is_simple_unary(rule):
-    return rule.vjps is not None and rule.arrays == ("x",) and not rule.params and all(
+    return rule.vjps is not None and rule.arrays == ("x",) and rule.outputs == 1 and (
+        not rule.params) and all(
         kind in ("ans", "input", "shape") for kind, _ in rule.sources) and not any(
         rule.keywords)
 

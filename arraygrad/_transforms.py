@@ -103,15 +103,22 @@ def vjp(f, *primals):
 
 
 def jvp(f, primals, tangents):
-    """Return ``(f(*primals), J @ tangents)`` by forward mode through the rules' JVPs."""
+    """Return ``(f(*primals), J @ tangents)`` by forward mode through the rules' JVPs; a
+    function returning a tuple gets a tuple of tangents."""
     inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))))
     out = f(*inputs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
     leaves = {x: (t.data if isinstance(t, Variable) else t) for x, t in zip(inputs, tangents)}
-    (tangent,) = push_tangents([out], leaves)
-    if tangent is None:
-        tangent = out.__array_namespace__().zeros_like(out).data
+    pushed = push_tangents(outs, leaves)
     as_raw = all(raw)
-    return _out(out.detach(), as_raw), tangent if as_raw else Variable(tangent)
+    results = []
+    for o, tangent in zip(outs, pushed):
+        if tangent is None:
+            tangent = o.__array_namespace__().zeros_like(o).data
+        results.append((_out(o.detach(), as_raw), tangent if as_raw else Variable(tangent)))
+    if len(results) == 1 and not isinstance(out, (tuple, list)):
+        return results[0]
+    return tuple(r[0] for r in results), tuple(r[1] for r in results)
 
 
 def jacobian(f, argnums=0):

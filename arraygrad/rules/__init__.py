@@ -205,5 +205,5 @@ def expand_reduced(xp, g, axis, ndim: int, keepdims: bool):
     return xp.reshape(g, tuple(shape))
 
 
-from . import (creation, elementwise, fft, indexing, linalg,  # noqa: E402,F401
+from . import (creation, elementwise, fft, indexing, linalg, linalg_eig,  # noqa: E402,F401
                linear_algebra, manipulation, searching, statistical, utility)
