@@ -228,18 +228,9 @@ def _binary_fast(recorder, raw_function, reflected=False):
     def function(a, b, /):
         if reflected:
             a, b = b, a
-        if a.__class__ is Variable:
-            if a._backend is not backend:
-                raise mixed_backends(backend, a._backend, recorder.name)
-            ra = a.data
-        else:
-            ra = unwrap(a)
-        if b.__class__ is Variable:
-            if b._backend is not backend:
-                raise mixed_backends(backend, b._backend, recorder.name)
-            rb = b.data
-        else:
-            rb = unwrap(b)
+        # unwrap() checks backends, Python scalars and raw arrays; Variables of ours skip it.
+        ra = a.data if a.__class__ is Variable and a._backend is backend else unwrap(a)
+        rb = b.data if b.__class__ is Variable and b._backend is backend else unwrap(b)
         out = coerce(raw_function(ra, rb))
         needs_a = a.__class__ is Variable and a._requires_grad
         needs_b = b.__class__ is Variable and b._requires_grad
