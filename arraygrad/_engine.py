@@ -88,7 +88,9 @@ class Node:
         if self.n_outputs == 1:
             g = grads[0]
         else:
-            g = tuple(self._zeros(xp, i) if grad is None else grad for i, grad in enumerate(grads))
+            device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
+            g = tuple(self._zeros(xp, i, device) if grad is None else grad
+                      for i, grad in enumerate(grads))
         results = run_vjps(rule, xp, g, saved, self.params, self.edges)
         if not retain_graph and saved:
             self.saved = _FREED
@@ -101,9 +103,9 @@ class Node:
                     results[i] = fit(xp, grad, shape, dtype, rule.display, i)
         return results
 
-    def _zeros(self, xp, output_nr):
+    def _zeros(self, xp, output_nr, device):
         shape, dtype = self.meta[len(self.edges) + output_nr]
-        return xp.zeros(shape, dtype=dtype)
+        return xp.zeros(shape, dtype=dtype, device=device)
 
     def saved_variables(self):
         """The saved values as Variables connected to the graph, for ``create_graph=True``."""

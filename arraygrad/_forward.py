@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._engine import AccumulateGrad, Node, _options, fit, run_vjps
 from ._variable import Variable
 from .errors import NoRuleError
-from .rules import LINEAR
+from .rules import LINEAR, device_of
 
 
 def _topological(outputs):
@@ -88,6 +88,7 @@ def _apply_linear(node, tangents):
     xp = node.backend.raw
     rule, params = node.rule, dict(node.params or {})
     filled = []
+    device = next((device_of(t) for t in tangents if hasattr(t, "shape")), None)
     for i, t in enumerate(tangents):
         if t is None:
             differentiable = rule.joint is not None or (
@@ -96,7 +97,7 @@ def _apply_linear(node, tangents):
                 t = node.saved[rule.saves.index(rule.arrays[i])]
             elif node.meta[i] is not None:  # a constant array: its tangent is zero
                 shape, dtype = node.meta[i]
-                t = xp.zeros(shape, dtype=dtype)
+                t = xp.zeros(shape, dtype=dtype, device=device)
             elif not (i < len(rule.arrays) and params.get(rule.arrays[i], 0) is None):
                 t = 0  # a Python scalar (an argument left out stays None)
         filled.append(t)

@@ -14,7 +14,7 @@ import types
 from . import _grad_mode, _standard
 from ._engine import Node, Version
 from ._variable import Variable
-from .errors import BackendError
+from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
 
 _SCALARS = (bool, int, float, complex, type(None))
@@ -88,6 +88,13 @@ class _Recorder:
         # (shape, dtype) of every array input, then of every output.
         meta = [(tuple(r.shape), r.dtype) if hasattr(r, "shape") else None for r in raw_inputs]
         meta.extend((tuple(o.shape), o.dtype) for o in outs)
+        for o in outs:
+            if any(n is None or n != n for n in o.shape):
+                raise GradientError(
+                    f"{self.name} on backend {backend.name!r} gives an output of unknown shape "
+                    f"{tuple(o.shape)} (a data-dependent shape, which this backend cannot "
+                    "provide), so no gradient can flow through it. Detach its input, or make "
+                    "the shape known first (dask: .compute_chunk_sizes()).")
         versions = []
         saved = []
         for kind, index in rule.sources:

@@ -26,7 +26,8 @@ DEFAULT_TOLERANCES = {
 }
 """``(rtol, atol)`` per dtype for backends whose plugin gives none."""
 
-DEFAULT_CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "float64": True}
+DEFAULT_CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "float64": True,
+                        "host_reads": True}
 """Capabilities assumed for backends whose plugin does not mention them."""
 
 
@@ -59,12 +60,15 @@ class Backend:
     def __repr__(self):
         return f"<arraygrad backend {self.name!r}>"
 
+    def _ask(self, hook_caller, **kwargs):
+        return _first_answer(hook_caller, {"backend": self.name, **kwargs}, self.plugin)
+
     # The raw namespace is imported on first use, so a missing library costs nothing until then.
     @property
     def raw(self):
         if self._raw is None:
             try:
-                raw = self._hook.arraygrad_namespace(backend=self.name)
+                raw = self._ask(self._hook.arraygrad_namespace)
             except Exception as exc:  # a plugin's import failure becomes "not available"
                 raise BackendUnavailable(
                     f"backend {self.name!r} is not available: {type(exc).__name__}: {exc}"
@@ -92,7 +96,7 @@ class Backend:
         kind = type(array)
         if kind in self._plain_types:
             return array
-        fixed = self._hook.arraygrad_coerce(backend=self.name, array=array)
+        fixed = self._ask(self._hook.arraygrad_coerce, array=array)
         if fixed is None:
             self._plain_types.add(kind)
             return array
@@ -100,14 +104,14 @@ class Backend:
 
     def set_index(self, array, key, value):
         """``array`` (which arraygrad owns) with ``array[key] = value``."""
-        result = self._hook.arraygrad_set_index(backend=self.name, array=array, key=key, value=value)
+        result = self._ask(self._hook.arraygrad_set_index, array=array, key=key, value=value)
         if result is None:
             array[key] = value
             return array
         return result
 
     def to_numpy(self, array):
-        result = self._hook.arraygrad_to_numpy(backend=self.name, array=array)
+        result = self._ask(self._hook.arraygrad_to_numpy, array=array)
         if result is None:
             import numpy
 
@@ -115,15 +119,15 @@ class Backend:
         return result
 
     def tolerances(self, dtype: str) -> tuple[float, float]:
-        answer = self._hook.arraygrad_tolerances(backend=self.name, dtype=dtype)
+        answer = self._ask(self._hook.arraygrad_tolerances, dtype=dtype)
         return tuple(answer) if answer is not None else DEFAULT_TOLERANCES.get(dtype, (1e-6, 1e-8))
 
     def capabilities(self) -> dict[str, bool]:
-        answer = self._hook.arraygrad_capabilities(backend=self.name) or {}
+        answer = self._ask(self._hook.arraygrad_capabilities) or {}
         return {**DEFAULT_CAPABILITIES, **answer}
 
     def version(self) -> str:
-        answer = self._hook.arraygrad_version(backend=self.name)
+        answer = self._ask(self._hook.arraygrad_version)
         if answer is None:
             module = sys.modules.get(getattr(self.raw, "__name__", ""), None)
             answer = getattr(module, "__version__", "")
@@ -134,7 +138,7 @@ class Backend:
         return tuple(info().devices()) if info is not None else ()
 
     def rule_override(self, op: str):
-        return self._hook.arraygrad_rule_override(backend=self.name, op=op)
+        return self._ask(self._hook.arraygrad_rule_override, op=op)
 
 
 class _Registry:
@@ -196,6 +200,19 @@ class _Registry:
             self._by_type.clear()
             return plugin
 
+    def disable(self, plugin: Any, reason: str):
+        """Report ``plugin`` as broken with ``reason``; drop it and its backends."""
+        with self._lock:
+            label = self.pm.get_name(plugin)
+            if label is None:
+                return  # dropped already
+            self.pm.unregister(plugin)
+            self.broken[label] = reason
+            for name, backend in list(self.backends.items()):
+                if backend.plugin is plugin:
+                    del self.backends[name]
+            self._by_type.clear()
+
     def get(self, name: str) -> Backend:
         self.ensure_loaded()
         try:
@@ -215,10 +232,29 @@ class _Registry:
         except KeyError:
             pass
         self.ensure_loaded()
-        name = self.pm.hook.arraygrad_owns(array=array)
-        backend = self.backends.get(name) if name is not None else None
+        name = _first_answer(self.pm.hook.arraygrad_owns, {"array": array})
+        backend = self.backends.get(name) if isinstance(name, str) else None
         self._by_type[kind] = backend
         return backend
+
+
+def _first_answer(hook_caller, kwargs, own_plugin=None):
+    """The first non-``None`` answer of the plugins to a hook, asked one by one in pluggy's
+    order. A plugin that raises is reported broken and dropped, so that its bug never breaks
+    another plugin's backends; only ``own_plugin``'s exceptions (the backend's own plugin, such
+    as its namespace's ImportError) propagate."""
+    for impl in reversed(hook_caller.get_hookimpls()):
+        try:
+            answer = impl.function(*[kwargs[name] for name in impl.argnames])
+        except Exception as exc:
+            if impl.plugin is own_plugin:
+                raise
+            reason = f"{hook_caller.name} raised {type(exc).__name__}: {exc}"
+            registry.disable(impl.plugin, reason)
+            continue
+        if answer is not None:
+            return answer
+    return None
 
 
 def _validated_names(answer) -> list[str]:
@@ -252,6 +288,7 @@ def backends() -> list[BackendInfo]:
         except Exception as exc:
             reason = str(exc).split(": ", 1)[-1] if isinstance(exc, BackendUnavailable) else f"{type(exc).__name__}: {exc}"
             infos.append(BackendInfo(name, False, reason, plugin=label))
+    infos = [info for info in infos if info.name in registry.backends]  # dropped meanwhile
     for label, reason in sorted(registry.broken.items()):
         infos.append(BackendInfo(label, False, f"broken plugin: {reason}", plugin=label))
     return infos

@@ -14,6 +14,7 @@ from . import autograd
 from ._forward import push_tangents
 from ._variable import Variable
 from .errors import BackwardError
+from .rules import device_of
 
 
 def _as_inputs(args, argnums):
@@ -138,7 +139,8 @@ def jacobian(f, argnums=0):
             row = autograd.grad(flat[k], x, retain_graph=True, create_graph=create_graph,
                                 allow_unused=True)
             rows.append(row if row is not None else xp.zeros_like(x))
-        jac = xp.reshape(xp.stack(rows, axis=0) if rows else xp.zeros((0,) + tuple(x.shape)),
+        jac = xp.reshape(xp.stack(rows, axis=0) if rows else xp.zeros(
+            (0,) + tuple(x.shape), dtype=x.dtype, device=device_of(x)),
                          tuple(out.shape) + tuple(x.shape))
         return _out(jac, raw[0])
 

@@ -330,7 +330,8 @@ class Variable:
 
     @property
     def device(self):
-        return self.data.device
+        # dask arrays have no .device: None, the default device of every creation function.
+        return getattr(self.data, "device", None)
 
     @property
     def ndim(self) -> int:
@@ -338,7 +339,13 @@ class Variable:
 
     @property
     def size(self):
-        return self.data.size
+        # From the shape: torch's Tensor.size is a method, and dask's unknown sizes are nan.
+        size = 1
+        for n in self.data.shape:
+            if n is None or n != n:
+                return None
+            size *= n
+        return size
 
     @property
     def T(self):

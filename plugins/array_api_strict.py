@@ -32,9 +32,12 @@ def arraygrad_namespace(backend):
 @hookimpl
 def arraygrad_to_numpy(backend, array):
     if backend == NAME:
+        import array_api_strict
         import numpy
 
-        return numpy.asarray(array)
+        # Only arrays on the default device convert: move the others there first.
+        home = array_api_strict.__array_namespace_info__().default_device()
+        return numpy.asarray(array if array.device == home else array.to_device(home))
     return None
 
 

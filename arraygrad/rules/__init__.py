@@ -186,6 +186,23 @@ def set_index(xp, array, key, value):
     return registry.of(array).set_index(array, key, value)
 
 
+def device_of(a):
+    """The device of ``a``, to make new arrays beside it; ``None`` (the default device) for
+    libraries whose arrays have no ``device`` attribute (dask)."""
+    return getattr(a, "device", None)
+
+
+def host_reads(x) -> bool:
+    """Whether a rule may read values of ``x`` on the host (``bool(...)``) to pick a formula:
+    False where that would compute a lazy graph (dask) or copy from a device (capability
+    ``host_reads``)."""
+    from .._plugins import registry
+    from .._variable import Variable
+
+    backend = x._backend if isinstance(x, Variable) else registry.of(x)
+    return backend is None or backend.capabilities()["host_reads"]
+
+
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of non-negative ints (None means every axis)."""
     if axis is None:

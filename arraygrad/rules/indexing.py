@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from . import LINEAR, defvjp, set_index
+from . import LINEAR, defvjp, device_of, set_index
 
 
 def _has_arrays(key) -> bool:
@@ -20,7 +20,7 @@ def scatter_add(xp, size, positions, values):
     order = xp.argsort(positions, stable=True)
     sorted_positions = xp.take(positions, order)
     totals = xp.cumulative_sum(xp.take(values, order), include_initial=True)
-    slots = xp.arange(size, dtype=positions.dtype)
+    slots = xp.arange(size, dtype=positions.dtype, device=device_of(positions))
     start = xp.searchsorted(sorted_positions, slots, side="left")
     stop = xp.searchsorted(sorted_positions, slots, side="right")
     return xp.take(totals, stop) - xp.take(totals, start)
@@ -31,7 +31,7 @@ def vjp_gather(xp, g, x_shape, gather):
     size = 1
     for n in x_shape:
         size *= n
-    positions = gather(xp.reshape(xp.arange(size), x_shape))
+    positions = gather(xp.reshape(xp.arange(size, device=device_of(g)), x_shape))
     flat = scatter_add(xp, size, xp.reshape(positions, (-1,)), xp.reshape(g, (-1,)))
     return xp.reshape(flat, x_shape)
 
@@ -41,7 +41,7 @@ def vjp_getitem(xp, g, x_shape, *, key):
         return vjp_gather(xp, g, x_shape, lambda a: a[key])
     # Basic indexing never repeats an element: assignment suffices. New axes (None) are
     # dropped from the key and from g, since assignment through them is not standard.
-    grad = xp.zeros(x_shape, dtype=g.dtype)
+    grad = xp.zeros(x_shape, dtype=g.dtype, device=device_of(g))
     if None in (key if isinstance(key, tuple) else (key,)):
         key = tuple(part for part in key if part is not None) if isinstance(key, tuple) else ...
         g = xp.reshape(g, tuple(grad[key].shape))

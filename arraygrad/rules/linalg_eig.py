@@ -6,21 +6,21 @@ With ``E[i, j] = L[j] - L[i]`` (1 on the diagonal) and ``P = V^{-1} dA V``, the 
 ``dL = diag(P)`` and ``dV = V (P / E, diagonal 0)`` minus its component along ``V``.
 """
 
-from . import defvjp
+from . import defvjp, device_of
 
 
-def _eye(xp, n):
-    return xp.eye(n, dtype=xp.bool)
+def _eye(xp, n, device):
+    return xp.eye(n, dtype=xp.bool, device=device)
 
 
 def _gaps(xp, L):
     """``[i, j] = L[j] - L[i]``, and 1 on the diagonal."""
     gaps = L[..., None, :] - L[..., :, None]
-    return xp.where(_eye(xp, L.shape[-1]), xp.ones_like(gaps), gaps)
+    return xp.where(_eye(xp, L.shape[-1], device_of(L)), xp.ones_like(gaps), gaps)
 
 
 def _diag_embed(xp, d):
-    return d[..., None, :] * xp.astype(_eye(xp, d.shape[-1]), d.dtype)
+    return d[..., None, :] * xp.astype(_eye(xp, d.shape[-1], device_of(d)), d.dtype)
 
 
 def _backward(xp, gL, gV, L, V):
@@ -30,7 +30,7 @@ def _backward(xp, gL, gV, L, V):
         phases = xp.real(xp.linalg.diagonal(inner))
         inner = inner - Vh @ (V * xp.astype(phases, V.dtype)[..., None, :])
     inner = inner / xp.conj(_gaps(xp, L))
-    eye = _eye(xp, L.shape[-1])
+    eye = _eye(xp, L.shape[-1], device_of(L))
     inner = xp.where(eye, _diag_embed(xp, gL), inner)
     return xp.linalg.solve(Vh, inner @ Vh)
 
@@ -44,7 +44,7 @@ def jvp_eig(xp, t, ans):
     L, V = ans
     P = xp.linalg.solve(V, xp.astype(t, V.dtype) @ V)
     dL = xp.linalg.diagonal(P)
-    dV = V @ xp.where(_eye(xp, L.shape[-1]), xp.zeros_like(P), P / _gaps(xp, L))
+    dV = V @ xp.where(_eye(xp, L.shape[-1], device_of(L)), xp.zeros_like(P), P / _gaps(xp, L))
     phases = xp.real(xp.linalg.diagonal(xp.conj(xp.matrix_transpose(V)) @ dV))
     return dL, dV - V * xp.astype(phases, V.dtype)[..., None, :]
 

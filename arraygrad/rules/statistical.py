@@ -9,7 +9,8 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from . import LINEAR, conj, defvjp, expand_reduced, is_complex, normalize_axis
+from . import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
+               normalize_axis)
 
 
 def _count(shape, axis):
@@ -122,7 +123,8 @@ def _partial_products(xp, x):
     """``[..., j, k] = prod_{j < i <= k} x_i`` for ``k >= j``, else 0: d ans_k / d x_j divided
     by the exclusive product before ``j``. O(n^2), exact with zeros."""
     n = x.shape[-1]
-    after = xp.arange(n)[None, :] > xp.arange(n)[:, None]  # [j, i]: i > j
+    positions = xp.arange(n, device=device_of(x))
+    after = positions[None, :] > positions[:, None]  # [j, i]: i > j
     rows = xp.where(after, x[..., None, :], xp.ones_like(x[..., None, :]))
     return xp.triu(xp.cumulative_prod(rows, axis=-1))
 
@@ -131,7 +133,7 @@ def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial
     axis, (x, g, ans) = _cumulative_layout(xp, axis, x, g, ans)
     if include_initial:  # the initial one does not depend on x
         g, ans = g[..., 1:], ans[..., 1:]
-    if not bool(xp.any(x == 0)):
+    if host_reads(x) and not bool(xp.any(x == 0)):
         # d ans_k / d x_j = ans_k / x_j for k >= j: a reversed running sum.
         totals = xp.flip(xp.cumulative_sum(xp.flip(g * conj(xp, ans), axis=-1), axis=-1), axis=-1)
         return xp.moveaxis(totals / conj(xp, x), -1, axis)
@@ -141,7 +143,7 @@ def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial
 
 def jvp_cumulative_prod(xp, t, x, ans, *, axis=None, dtype=None, include_initial=False):
     axis, (x, t, ans) = _cumulative_layout(xp, axis, x, t, ans)
-    if not bool(xp.any(x == 0)):
+    if host_reads(x) and not bool(xp.any(x == 0)):
         tangent = (ans[..., 1:] if include_initial else ans) * xp.cumulative_sum(t / x, axis=-1)
     else:
         weighted = t * _exclusive_cumprod(xp, x)

@@ -1,6 +1,6 @@
 """Rules of the utility functions: ``diff`` is linear; ``all`` and ``any`` are boolean."""
 
-from . import LINEAR, defjoint, nondifferentiable
+from . import LINEAR, defjoint, device_of, nondifferentiable
 
 
 def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepend=None,
@@ -10,7 +10,7 @@ def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepe
     for _ in range(n):
         edge = [*g.shape]
         edge[axis] = 1
-        zero = xp.zeros(tuple(edge), dtype=g.dtype)
+        zero = xp.zeros(tuple(edge), dtype=g.dtype, device=device_of(g))
         g = xp.concat([zero, g], axis=axis) - xp.concat([g, zero], axis=axis)
     sizes = [shape[axis] if len(shape) else 1 if value is not None else 0
              for shape, value in ((prepend_shape, prepend), (x_shape, True), (append_shape, append))]

@@ -1,0 +1,236 @@
+"""The ``dask`` backend against the real dask: forward and backward stay lazy until the user
+computes, a least-squares gradient computes on a real ``LocalCluster``'s workers, float64
+gradient checks, agreement with NumPy, data-dependent shapes declared unsupported."""
+
+import logging
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.testing import check_grads
+
+dask = pytest.importorskip("dask", reason="dask is not installed (pip install 'arraygrad[dask]')")
+da = pytest.importorskip("dask.array")
+from dask.callbacks import Callback  # noqa: E402
+
+NAME = "dask"
+
+# name: (f(xp, *inputs), shapes of the float64 inputs). Elementwise, reductions with axis and
+# keepdims, matmul, broadcasting, indexing, reshaping, joining, sorting, copy-on-write setitem.
+CASES = {
+    "elementwise": (lambda xp, x: xp.exp(x) * xp.sin(x) + x ** 2 / (1 + x * x) - xp.tanh(x), [(3, 4)]),
+    "sum_keepdims": (lambda xp, x: xp.sum(x * x, axis=1, keepdims=True), [(3, 4)]),
+    "mean_axis": (lambda xp, x: xp.mean(x, axis=0), [(3, 4)]),
+    "max_axis": (lambda xp, x: xp.max(x, axis=-1), [(3, 4)]),
+    "std_var": (lambda xp, x: xp.std(x, axis=0, correction=1) + xp.var(x, axis=1, keepdims=True), [(3, 4)]),
+    "prod_cumsum": (lambda xp, x: xp.prod(x, axis=1, keepdims=True) * xp.cumulative_sum(x, axis=1), [(3, 4)]),
+    "cumulative_prod": (lambda xp, x: xp.cumulative_prod(x, axis=0), [(3, 4)]),
+    "matmul": (lambda xp, x, y: x @ y, [(3, 4), (4, 2)]),
+    "matmul_vector": (lambda xp, x, w: x @ w, [(5, 3), (3,)]),
+    "broadcast": (lambda xp, x, y: x * y + y, [(3, 4), (4,)]),
+    "getitem": (lambda xp, x: x[1:, ::2] * x[0, 1], [(3, 4)]),
+    "take": (lambda xp, x: xp.take(x, xp.asarray([2, 0, 2]), axis=0), [(3, 4)]),
+    "reshape_permute": (lambda xp, x: xp.permute_dims(xp.reshape(x, (2, 6)), (1, 0)), [(3, 4)]),
+    "concat_stack": (lambda xp, x: xp.concat([x, 2 * x], axis=1) + xp.stack([x, x * x])[1][:, :1], [(3, 4)]),
+    "where": (lambda xp, x: xp.where(x > 0, x, x * x), [(3, 4)]),
+    "sort": (lambda xp, x: xp.sort(x, axis=1), [(3, 4)]),
+    "vector_norm": (lambda xp, x: xp.linalg.vector_norm(x, axis=1), [(3, 4)]),
+    "setitem": (lambda xp, x, y: _setitem(x, y), [(3, 4), (4,)]),
+}
+
+
+def _setitem(x, y):
+    z = x * 1
+    z[0] = y  # copy-on-write: the history of z and y both reach the output
+    return z * x
+
+
+def _inputs(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape) for shape in shapes]
+
+
+def _value_and_grads(backend, f, arrays, seed=1):
+    """Output and input gradients of ``f`` on ``backend``, as NumPy arrays."""
+    be = ag.get_backend(backend)
+    inputs = [ag.Variable(be.raw.asarray(a), requires_grad=True) for a in arrays]
+    out = f(be.ns, *inputs)
+    g = np.random.default_rng(seed).standard_normal(tuple(out.shape))
+    out.backward(be.raw.asarray(g, dtype=out.dtype))
+    return be.to_numpy(out.data), [be.to_numpy(x.grad.data) for x in inputs]
+
+
+class ComputeCounter(Callback):
+    """Counts the graphs dask computes (local schedulers) while active."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def _start(self, dsk):
+        self.count += 1
+
+
+def _chunked(array):
+    return da.from_array(array, chunks=tuple(max(1, n // 2) for n in array.shape))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradients_match_central_differences_in_float64(case):
+    f, shapes = CASES[case]
+    xp = ag.namespace(NAME)
+    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=NAME, order=2)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_values_and_gradients_agree_with_numpy(case):
+    f, shapes = CASES[case]
+    arrays = _inputs(shapes)
+    ours, our_grads = _value_and_grads(NAME, f, arrays)
+    reference, reference_grads = _value_and_grads("numpy", f, arrays)
+    rtol, atol = ag.get_backend(NAME).tolerances("float64")
+    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol)
+    for grad, expected in zip(our_grads, reference_grads):
+        np.testing.assert_allclose(grad, expected, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_forward_and_backward_stay_lazy(case):
+    # cumulative_prod's rule picks its formula by reading the values (are there zeros?):
+    # it stays lazy only where the backend declares host_reads False (a core patch).
+    f, shapes = CASES[case]
+    xp = ag.namespace(NAME)
+    arrays = _inputs(shapes)
+    with ComputeCounter() as counter:
+        inputs = [ag.Variable(_chunked(a), requires_grad=True) for a in arrays]
+        out = f(xp, *inputs)
+        xp.sum(out * out).backward()
+        grads = [x.grad.data for x in inputs]
+        assert counter.count == 0, f"{case}: forward or backward computed {counter.count} graph(s)"
+        assert all(isinstance(g, da.Array) for g in grads)
+        computed = dask.compute(*grads)
+        assert counter.count == 1
+    reference = [ag.Variable(a, requires_grad=True) for a in arrays]
+    numpy_out = f(ag.namespace("numpy"), *reference)
+    ag.namespace("numpy").sum(numpy_out * numpy_out).backward()
+    for grad, x in zip(computed, reference):
+        np.testing.assert_allclose(grad, x.grad.data, rtol=1e-10, atol=1e-12)
+
+
+def test_gradient_is_a_lazy_dask_array_until_compute():
+    xp = ag.namespace(NAME)
+    with ComputeCounter() as counter:
+        x = ag.Variable(da.ones((6, 4), chunks=(2, 4)), requires_grad=True)
+        out = xp.mean((x + 2) * x * 3)
+        out.backward()
+        assert counter.count == 0
+        assert isinstance(x.grad.data, da.Array) and x.grad.data.chunks == x.data.chunks
+        np.testing.assert_allclose(x.grad.data.compute(), np.full((6, 4), 12 / 24))
+        assert counter.count == 1
+
+
+def test_backward_with_a_gradient_given_as_a_list_stays_lazy():
+    # backward() makes the gradient with asarray(..., device=output.device): dask arrays have no
+    # .device attribute, so Variable.device must cope (a core patch).
+    with ComputeCounter() as counter:
+        x = ag.Variable(da.ones(3, chunks=2), requires_grad=True)
+        (x * x).backward([1.0, 2.0, 3.0])
+        assert counter.count == 0 and isinstance(x.grad.data, da.Array)
+    np.testing.assert_array_equal(x.grad.data.compute(), [2.0, 4.0, 6.0])
+
+
+def test_least_squares_gradient_computes_on_a_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    xp = ag.namespace(NAME)
+    rows, columns, chunk = 200_000, 50, 25_000
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as client:
+        workers = set(client.scheduler_info()["workers"])
+        assert len(workers) == 2
+        rng = da.random.default_rng(42)
+        X = rng.standard_normal((rows, columns), chunks=(chunk, columns))
+        y = rng.standard_normal((rows,), chunks=(chunk,))
+        assert X.numblocks[0] >= 8
+        w0 = np.linspace(-1.0, 1.0, columns)
+        w = ag.Variable(da.from_array(w0), requires_grad=True)
+        loss = xp.mean((ag.Variable(X) @ w - ag.Variable(y)) ** 2)
+        loss.backward()
+        assert isinstance(w.grad.data, da.Array)
+        with distributed.get_task_stream(client) as stream:
+            grad, X_host, y_host, loss_value = dask.compute(w.grad.data, X, y, loss.data)
+        ran_on = {task["worker"] for task in stream.data}
+        assert ran_on == workers, f"tasks ran on {ran_on}, the cluster has {workers}"
+        assert len(stream.data) >= 2 * X.numblocks[0]
+    residual = X_host @ w0 - y_host
+    np.testing.assert_allclose(loss_value, np.mean(residual ** 2), rtol=1e-12)
+    np.testing.assert_allclose(grad, 2 / rows * (X_host.T @ residual), rtol=1e-9, atol=1e-12)
+
+
+def test_data_dependent_shapes_are_declared_unsupported():
+    caps = ag.get_backend(NAME).capabilities()
+    assert caps["data_dependent_shapes"] is False and caps["inplace"] and caps["float64"]
+    assert caps.get("host_reads") is False
+
+
+def test_differentiating_through_an_unknown_shape_is_a_clear_error():
+    xp = ag.namespace(NAME)
+    x = ag.Variable(da.from_array(np.arange(-3.0, 3.0), chunks=2), requires_grad=True)
+    with pytest.raises(ag.GradientError, match="data-dependent"):
+        y = x[x > 0]
+        xp.sum(y * y).backward()
+    with ag.no_grad():  # without gradients the lazy mask still works
+        assert float(xp.sum(x[x > 0]).data.compute()) == 3.0
+
+
+def test_take_along_axis_fix_up_matches_numpy():
+    raw = ag.get_backend(NAME).raw
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 4))
+    for indices, axis in [(rng.integers(0, 4, (1, 6)), 1), (rng.integers(0, 5, (3, 4)), 0),
+                          (rng.integers(0, 4, (5, 2)), -1)]:
+        got = raw.take_along_axis(_chunked(a), da.from_array(indices, chunks=1), axis=axis)
+        assert isinstance(got, da.Array)
+        np.testing.assert_array_equal(got.compute(), np.take_along_axis(a, indices, axis=axis))
+    assert raw.broadcast_shapes((3, 1), (4,)) == (3, 4)
+    assert ag.namespace(raw) is ag.namespace(NAME)
+
+
+def test_mixing_backends_in_one_op_names_both():
+    d = ag.Variable(da.ones(3))
+    n = ag.Variable(np.ones(3))
+    with pytest.raises(ag.BackendError, match="'dask'.*'numpy'"):
+        d + n
+    with pytest.raises(ag.BackendError, match="'numpy'.*'dask'"):
+        n * d
+
+
+def test_to_moves_a_leaf_between_numpy_and_dask():
+    x = ag.Variable(np.arange(3.0), requires_grad=True)
+    d = x.to(NAME)
+    assert d.backend == NAME and d.is_leaf and d.requires_grad and isinstance(d.data, da.Array)
+    ag.namespace(NAME).sum(d * d).backward()
+    np.testing.assert_array_equal(d.grad.data.compute(), [0.0, 2.0, 4.0])
+    back = d.detach().to("numpy")
+    assert isinstance(back.data, np.ndarray)
+    np.testing.assert_array_equal(back.data, [0.0, 1.0, 2.0])
+
+
+def test_loading_the_plugin_does_not_import_dask():
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import arraygrad as ag
+        ag.registry.ensure_loaded()
+        assert "dask" in ag.registry.backends, sorted(ag.registry.backends)
+        x = ag.Variable(np.ones(3), requires_grad=True)
+        ag.namespace("numpy").sum(x * x).backward()
+        assert "dask" not in sys.modules, "the dask plugin imported dask eagerly"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -1,0 +1,195 @@
+"""The ``jax`` backend against the real JAX: ``jax.numpy`` as the namespace, float64 enabled by
+the plugin, immutable arrays (the ``arraygrad_set_index`` hook, in-place operators by rebinding
+``.data``), float64 gradient checks, agreement with NumPy, moving leaves, mixing errors."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.testing import check_grads
+
+jax = pytest.importorskip("jax", reason="JAX is not installed (pip install 'arraygrad[jax]')")
+jnp = pytest.importorskip("jax.numpy")
+
+NAME = "jax"
+
+# name: (f(xp, *inputs), shapes of the float64 inputs). Elementwise, reductions with axis and
+# keepdims, matmul, broadcasting, indexing, reshaping, joining, sorting, copy-on-write setitem.
+CASES = {
+    "elementwise": (lambda xp, x: xp.exp(x) * xp.sin(x) + x ** 2 / (1 + x * x) - xp.tanh(x), [(3, 4)]),
+    "sum_keepdims": (lambda xp, x: xp.sum(x * x, axis=1, keepdims=True), [(3, 4)]),
+    "mean_axis": (lambda xp, x: xp.mean(x, axis=0), [(3, 4)]),
+    "max_axis": (lambda xp, x: xp.max(x, axis=-1), [(3, 4)]),
+    "std_var": (lambda xp, x: xp.std(x, axis=0, correction=1) + xp.var(x, axis=1, keepdims=True), [(3, 4)]),
+    "prod_cumsum": (lambda xp, x: xp.prod(x, axis=1, keepdims=True) * xp.cumulative_sum(x, axis=1), [(3, 4)]),
+    "cumulative_prod": (lambda xp, x: xp.cumulative_prod(x, axis=0), [(3, 4)]),
+    "matmul": (lambda xp, x, y: x @ y, [(3, 4), (4, 2)]),
+    "matmul_vector": (lambda xp, x, w: x @ w, [(5, 3), (3,)]),
+    "broadcast": (lambda xp, x, y: x * y + y, [(3, 4), (4,)]),
+    "getitem": (lambda xp, x: x[1:, ::2] * x[0, 1], [(3, 4)]),
+    "take": (lambda xp, x: xp.take(x, xp.asarray([2, 0, 2]), axis=0), [(3, 4)]),
+    "reshape_permute": (lambda xp, x: xp.permute_dims(xp.reshape(x, (2, 6)), (1, 0)), [(3, 4)]),
+    "concat_stack": (lambda xp, x: xp.concat([x, 2 * x], axis=1) + xp.stack([x, x * x])[1][:, :1], [(3, 4)]),
+    "where": (lambda xp, x: xp.where(x > 0, x, x * x), [(3, 4)]),
+    "sort": (lambda xp, x: xp.sort(x, axis=1), [(3, 4)]),
+    "vector_norm": (lambda xp, x: xp.linalg.vector_norm(x, axis=1), [(3, 4)]),
+    "setitem": (lambda xp, x, y: _setitem(x, y), [(3, 4), (4,)]),
+}
+
+
+def _setitem(x, y):
+    z = x * 1
+    z[0] = y  # copy-on-write: the history of z and y both reach the output
+    return z * x
+
+
+def _inputs(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape) for shape in shapes]
+
+
+def _value_and_grads(backend, f, arrays, seed=1):
+    """Output and input gradients of ``f`` on ``backend``, as NumPy arrays."""
+    be = ag.get_backend(backend)
+    inputs = [ag.Variable(be.raw.asarray(a), requires_grad=True) for a in arrays]
+    out = f(be.ns, *inputs)
+    g = np.random.default_rng(seed).standard_normal(tuple(out.shape))
+    out.backward(be.raw.asarray(g, dtype=out.dtype))
+    return be.to_numpy(out.data), [be.to_numpy(x.grad.data) for x in inputs]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def namespace():
+    return ag.namespace(NAME)  # enables float64 before any test makes an array
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradients_match_central_differences_in_float64(case):
+    f, shapes = CASES[case]
+    xp = ag.namespace(NAME)
+    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=NAME, order=2)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_values_and_gradients_agree_with_numpy(case):
+    f, shapes = CASES[case]
+    arrays = _inputs(shapes)
+    ours, our_grads = _value_and_grads(NAME, f, arrays)
+    reference, reference_grads = _value_and_grads("numpy", f, arrays)
+    rtol, atol = ag.get_backend(NAME).tolerances("float64")
+    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol)
+    for grad, expected in zip(our_grads, reference_grads):
+        np.testing.assert_allclose(grad, expected, rtol=rtol, atol=atol)
+
+
+def test_the_namespace_is_jax_numpy_with_float64_enabled():
+    be = ag.get_backend(NAME)
+    assert be.raw is jnp
+    assert ag.namespace(NAME).__array_api_version__ == jnp.__array_api_version__
+    assert jax.config.jax_enable_x64
+    x = ag.Variable(jnp.ones(3), requires_grad=True)
+    assert x.backend == NAME and x.dtype == jnp.float64
+    xp = x.__array_namespace__()
+    out = xp.mean((x + 2) * x * 3)
+    out.backward()
+    assert isinstance(x.grad.data, jax.Array)
+    np.testing.assert_array_equal(np.asarray(x.grad.data), [4.0, 4.0, 4.0])
+    assert out.item() == 9.0
+    assert be.version() == jax.__version__
+
+
+def test_immutability_is_declared_and_set_index_makes_a_new_array():
+    be = ag.get_backend(NAME)
+    caps = be.capabilities()
+    assert caps["inplace"] is False and caps["float64"]
+    a = jnp.zeros(4)
+    with pytest.raises(TypeError):
+        a[1] = 5.0  # why the hook exists: JAX arrays cannot be assigned to
+    b = be.set_index(a, 1, 5.0)
+    np.testing.assert_array_equal(np.asarray(b), [0.0, 5.0, 0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(a), [0.0, 0.0, 0.0, 0.0])
+
+
+def test_in_place_operators_rebind_the_data_of_a_jax_variable():
+    xp = ag.namespace(NAME)
+    v = ag.Variable(jnp.arange(4.0))
+    original = v.data
+    v += 1
+    v[0] = 10.0
+    np.testing.assert_array_equal(np.asarray(v.data), [10.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(original), [0.0, 1.0, 2.0, 3.0])
+    x = ag.Variable(jnp.arange(4.0), requires_grad=True)
+    y = x * 2
+    y[1] = 0.0
+    y += x
+    xp.sum(y * y).backward()
+    np.testing.assert_array_equal(np.asarray(y.data), [0.0, 1.0, 6.0, 9.0])
+    np.testing.assert_array_equal(np.asarray(x.grad.data), [0.0, 2.0, 36.0, 54.0])
+    x.grad.zero_()
+    np.testing.assert_array_equal(np.asarray(x.grad.data), [0.0, 0.0, 0.0, 0.0])
+
+
+def test_gradients_through_indexing_use_the_set_index_hook():
+    # getitem's and setitem's VJPs write into fresh arrays: with JAX through .at[].set().
+    xp = ag.namespace(NAME)
+    x = ag.Variable(jnp.arange(12.0).reshape(3, 4), requires_grad=True)
+    xp.sum(x[1:, ::2] * 3).backward()
+    expected = np.zeros((3, 4))
+    expected[1:, ::2] = 3
+    np.testing.assert_array_equal(np.asarray(x.grad.data), expected)
+
+
+def test_gradients_stay_on_the_input_device():
+    xp = ag.namespace(NAME)
+    device = jax.devices()[-1]
+    x = ag.Variable(jax.device_put(jnp.ones((3, 4)), device), requires_grad=True)
+    xp.sum(xp.sort(x, axis=1) * x[0]).backward()
+    assert x.grad.data.devices() == {device}
+
+
+def test_mixing_backends_in_one_op_names_both():
+    j = ag.Variable(jnp.ones(3))
+    n = ag.Variable(np.ones(3))
+    with pytest.raises(ag.BackendError, match="'jax'.*'numpy'"):
+        j + n
+    with pytest.raises(ag.BackendError, match="'numpy'.*'jax'"):
+        n - j
+    with pytest.raises(ag.BackendError, match="jax.*numpy"):
+        ag.namespace(NAME).matmul(j, np.ones(3))
+
+
+def test_to_moves_a_leaf_between_numpy_jax_and_torch():
+    x = ag.Variable(np.arange(3.0), requires_grad=True)
+    j = x.to(NAME)
+    assert j.backend == NAME and j.is_leaf and j.requires_grad and isinstance(j.data, jax.Array)
+    ag.namespace(NAME).sum(j * j).backward()
+    np.testing.assert_array_equal(np.asarray(j.grad.data), [0.0, 2.0, 4.0])
+    back = j.detach().to("numpy")
+    assert isinstance(back.data, np.ndarray)
+    np.testing.assert_array_equal(back.data, [0.0, 1.0, 2.0])
+    with pytest.raises(ag.BackendError, match="moves leaves only"):
+        (j + 1).to("numpy")
+    torch = pytest.importorskip("torch")
+    t = j.detach().to("torch")  # DLPack between the two libraries
+    assert isinstance(t.data, torch.Tensor) and t.dtype == torch.float64
+    assert t.to(NAME).backend == NAME
+
+
+def test_loading_the_plugin_does_not_import_jax():
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import arraygrad as ag
+        ag.registry.ensure_loaded()
+        assert "jax" in ag.registry.backends, sorted(ag.registry.backends)
+        x = ag.Variable(np.ones(3), requires_grad=True)
+        ag.namespace("numpy").sum(x * x).backward()
+        assert "jax" not in sys.modules, "the jax plugin imported jax eagerly"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -1,0 +1,196 @@
+"""The ``torch`` backend against the real PyTorch: tensors in Variables, gradients on the input's
+device, float64 gradient checks on a representative set of ops, agreement with NumPy, moving
+leaves between backends, errors when backends are mixed."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.testing import check_grads
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed (pip install 'arraygrad[torch]')")
+
+NAME = "torch"
+
+# name: (f(xp, *inputs), shapes of the float64 inputs). Elementwise, reductions with axis and
+# keepdims, matmul, broadcasting, indexing, reshaping, joining, sorting, copy-on-write setitem.
+CASES = {
+    "elementwise": (lambda xp, x: xp.exp(x) * xp.sin(x) + x ** 2 / (1 + x * x) - xp.tanh(x), [(3, 4)]),
+    "sum_keepdims": (lambda xp, x: xp.sum(x * x, axis=1, keepdims=True), [(3, 4)]),
+    "mean_axis": (lambda xp, x: xp.mean(x, axis=0), [(3, 4)]),
+    "max_axis": (lambda xp, x: xp.max(x, axis=-1), [(3, 4)]),
+    "std_var": (lambda xp, x: xp.std(x, axis=0, correction=1) + xp.var(x, axis=1, keepdims=True), [(3, 4)]),
+    "prod_cumsum": (lambda xp, x: xp.prod(x, axis=1, keepdims=True) * xp.cumulative_sum(x, axis=1), [(3, 4)]),
+    "cumulative_prod": (lambda xp, x: xp.cumulative_prod(x, axis=0), [(3, 4)]),
+    "matmul": (lambda xp, x, y: x @ y, [(3, 4), (4, 2)]),
+    "matmul_vector": (lambda xp, x, w: x @ w, [(5, 3), (3,)]),
+    "broadcast": (lambda xp, x, y: x * y + y, [(3, 4), (4,)]),
+    "getitem": (lambda xp, x: x[1:, ::2] * x[0, 1], [(3, 4)]),
+    "take": (lambda xp, x: xp.take(x, xp.asarray([2, 0, 2]), axis=0), [(3, 4)]),
+    "reshape_permute": (lambda xp, x: xp.permute_dims(xp.reshape(x, (2, 6)), (1, 0)), [(3, 4)]),
+    "concat_stack": (lambda xp, x: xp.concat([x, 2 * x], axis=1) + xp.stack([x, x * x])[1][:, :1], [(3, 4)]),
+    "where": (lambda xp, x: xp.where(x > 0, x, x * x), [(3, 4)]),
+    "sort": (lambda xp, x: xp.sort(x, axis=1), [(3, 4)]),
+    "vector_norm": (lambda xp, x: xp.linalg.vector_norm(x, axis=1), [(3, 4)]),
+    "setitem": (lambda xp, x, y: _setitem(x, y), [(3, 4), (4,)]),
+}
+
+
+def _setitem(x, y):
+    z = x * 1
+    z[0] = y  # copy-on-write: the history of z and y both reach the output
+    return z * x
+
+
+def _inputs(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape) for shape in shapes]
+
+
+def _value_and_grads(backend, f, arrays, seed=1):
+    """Output and input gradients of ``f`` on ``backend``, as NumPy arrays."""
+    be = ag.get_backend(backend)
+    inputs = [ag.Variable(be.raw.asarray(a), requires_grad=True) for a in arrays]
+    out = f(be.ns, *inputs)
+    g = np.random.default_rng(seed).standard_normal(tuple(out.shape))
+    out.backward(be.raw.asarray(g, dtype=out.dtype))
+    return be.to_numpy(out.data), [be.to_numpy(x.grad.data) for x in inputs]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradients_match_central_differences_in_float64(case):
+    f, shapes = CASES[case]
+    xp = ag.namespace(NAME)
+    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=NAME, order=2)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_values_and_gradients_agree_with_numpy(case):
+    f, shapes = CASES[case]
+    arrays = _inputs(shapes)
+    ours, our_grads = _value_and_grads(NAME, f, arrays)
+    reference, reference_grads = _value_and_grads("numpy", f, arrays)
+    rtol, atol = ag.get_backend(NAME).tolerances("float64")
+    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol)
+    for grad, expected in zip(our_grads, reference_grads):
+        np.testing.assert_allclose(grad, expected, rtol=rtol, atol=atol)
+
+
+def test_complex_gradients_match_central_differences():
+    xp = ag.namespace(NAME)
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    check_grads(lambda z: xp.exp(z) * z / (z + 2) + xp.abs(z) ** 2, z, backend=NAME)
+
+
+def test_a_torch_tensor_is_a_variable_and_its_gradient_a_torch_tensor():
+    x = ag.Variable(torch.ones(3), requires_grad=True)
+    assert x.backend == NAME and x.dtype == torch.float32
+    xp = x.__array_namespace__()
+    assert xp is ag.namespace(NAME)
+    out = xp.mean((x + 2) * x * 3)
+    out.backward()
+    assert type(x.grad.data) is torch.Tensor
+    assert x.grad.dtype == torch.float32
+    assert torch.equal(x.grad.data, torch.full((3,), 4.0))
+    assert out.item() == 9.0
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta", "cuda"])
+def test_gradients_stay_on_the_input_device(device):
+    # "meta" tensors have shapes and dtypes but no values: any hidden copy to the CPU, or an
+    # array made on the default device by a rule, shows up as a device mismatch.
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    xp = ag.namespace(NAME)
+    x = ag.Variable(torch.empty((3, 4), dtype=torch.float64, device=device), requires_grad=True)
+    w = ag.Variable(torch.empty((4,), dtype=torch.float64, device=device), requires_grad=True)
+    loss = (xp.sum(xp.exp(x @ w)) + xp.sum(xp.max(x, axis=0) * w)
+            + xp.sum(xp.reshape(x, (12,))[::3] ** 2) + xp.sum(xp.cumulative_sum(x, axis=1)))
+    loss.backward()
+    for v in (x, w):
+        assert type(v.grad.data) is torch.Tensor
+        assert v.grad.data.device == torch.device(device) == v.device
+        assert v.grad.shape == v.shape and v.grad.dtype == v.dtype
+
+
+def test_tolerances_per_dtype_cover_float32_against_float64():
+    be = ag.get_backend(NAME)
+    assert be.tolerances("float64") == (1e-7, 1e-9)
+    assert be.tolerances("float16")[0] > be.tolerances("float32")[0] > be.tolerances("float64")[0]
+    f, shapes = CASES["elementwise"]
+    arrays = _inputs(shapes)
+    _, (grad64,) = _value_and_grads(NAME, f, arrays)
+    _, (grad32,) = _value_and_grads(NAME, f, [a.astype(np.float32) for a in arrays])
+    assert grad32.dtype == np.float32
+    rtol, atol = be.tolerances("float32")
+    np.testing.assert_allclose(grad32, grad64, rtol=rtol, atol=atol)
+
+
+def test_capabilities_and_version():
+    be = ag.get_backend(NAME)
+    caps = be.capabilities()
+    assert caps["inplace"] and caps["data_dependent_shapes"] and caps["float64"]
+    assert be.version() == torch.__version__
+
+
+def test_in_place_operators_modify_the_tensor_variable():
+    xp = ag.namespace(NAME)
+    x = ag.Variable(torch.arange(4.0, dtype=torch.float64), requires_grad=True)
+    y = x * 2
+    y += 1
+    y[0] = 10.0
+    xp.sum(y * y).backward()
+    assert torch.equal(y.data, torch.tensor([10.0, 3.0, 5.0, 7.0], dtype=torch.float64))
+    assert torch.equal(x.grad.data, torch.tensor([0.0, 12.0, 20.0, 28.0], dtype=torch.float64))
+    x.grad.zero_()
+    assert torch.count_nonzero(x.grad.data) == 0
+
+
+def test_mixing_backends_in_one_op_names_both():
+    t = ag.Variable(torch.ones(3, dtype=torch.float64))
+    n = ag.Variable(np.ones(3))
+    with pytest.raises(ag.BackendError, match="'torch'.*'numpy'"):
+        t + n
+    with pytest.raises(ag.BackendError, match="'numpy'.*'torch'"):
+        n * t
+    with pytest.raises(ag.BackendError, match="torch.*numpy"):
+        ag.namespace(NAME).matmul(t, n)
+    with pytest.raises(ag.BackendError, match="numpy.*torch"):
+        ag.namespace("numpy").add(n, torch.ones(3, dtype=torch.float64))
+
+
+def test_to_moves_a_leaf_between_numpy_and_torch():
+    x = ag.Variable(np.arange(3.0), requires_grad=True)
+    t = x.to(NAME)
+    assert t.backend == NAME and t.is_leaf and t.requires_grad
+    assert type(t.data) is torch.Tensor and t.dtype == torch.float64
+    ag.namespace(NAME).sum(t * t).backward()
+    np.testing.assert_array_equal(t.grad.data.numpy(), [0.0, 2.0, 4.0])
+    assert x.grad is None  # gradients do not flow back across backends
+    back = t.detach().to("numpy")
+    assert back.backend == "numpy" and isinstance(back.data, np.ndarray)
+    np.testing.assert_array_equal(back.data, [0.0, 1.0, 2.0])
+    with pytest.raises(ag.BackendError, match="moves leaves only"):
+        (t * 2).to("numpy")
+
+
+def test_loading_the_plugin_does_not_import_torch():
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import arraygrad as ag
+        ag.registry.ensure_loaded()
+        assert "torch" in ag.registry.backends, sorted(ag.registry.backends)
+        x = ag.Variable(np.ones(3), requires_grad=True)
+        ag.namespace("numpy").sum(x * x).backward()
+        assert "torch" not in sys.modules, "the torch plugin imported torch eagerly"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -1,0 +1,190 @@
+"""Broken plugins are reported with their reason, by ``arraygrad.backends()`` and by
+``arraygrad backends``, and never stop the other backends.
+
+Each scenario is a real (if minimal) installed distribution: a ``*.dist-info`` directory with
+an ``entry_points.txt`` in group ``arraygrad``, put on ``PYTHONPATH`` of a fresh interpreter,
+so that discovery runs exactly as for a pip-installed plugin.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HEADER = "import arraygrad as ag\n"
+
+# Plugins that fail in the ways a plugin may fail at load time or when asked for its namespace.
+AT_LOAD = {
+    "broken_import": 'raise RuntimeError("this plugin fails on import on purpose")\n',
+    "broken_backends": HEADER + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_backends():
+            return "not-a-list"
+    """),
+    "no_namespace": HEADER + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_backends():
+            return ["no_namespace"]
+
+        @ag.hookimpl
+        def arraygrad_namespace(backend):
+            return None
+    """),
+    "raising_namespace": HEADER + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_backends():
+            return ["raising_namespace"]
+
+        @ag.hookimpl
+        def arraygrad_namespace(backend):
+            if backend == "raising_namespace":
+                raise ImportError("No module named 'imaginary_array_lib'")
+    """),
+    "clashing_name": HEADER + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_backends():
+            return ["no_namespace"]  # registered by the entry point above this one
+    """),
+}
+
+# Plugins whose hooks raise when asked about anything, so that they would answer for other
+# backends too: called first (tryfirst), they must be dropped, not break the others.
+WHEN_ASKED = {
+    "raising_owns": HEADER + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_backends():
+            return ["raising_owns"]
+
+        @ag.hookimpl(tryfirst=True)
+        def arraygrad_owns(array):
+            raise RuntimeError("owns is broken on purpose")
+    """),
+    "careless_namespace": HEADER + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_backends():
+            return ["careless_namespace"]
+
+        @ag.hookimpl(tryfirst=True)
+        def arraygrad_namespace(backend):  # forgot to check `backend`
+            import imaginary_array_lib_2
+    """),
+}
+
+PROBE = textwrap.dedent("""
+    import json
+    import numpy as np
+    import arraygrad as ag
+
+    def listing():
+        return {i.name: {"available": i.available, "reason": i.reason} for i in ag.backends()}
+
+    report = {"before": listing()}
+
+    def probe(name, function):
+        try:
+            report[name] = {"ok": True, "value": function()}
+        except Exception as exc:
+            report[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+    def numpy_gradient():
+        x = ag.Variable(np.arange(3.0), requires_grad=True)
+        ag.namespace("numpy").sum(x * x).backward()
+        return x.grad.data.tolist()
+
+    def strict_gradient():
+        import array_api_strict as strict
+        x = ag.Variable(strict.asarray([0.0, 1.0, 2.0]), requires_grad=True)
+        ag.namespace("array_api_strict").sum(x * x).backward()
+        return np.asarray(x.grad.data).tolist()
+
+    probe("numpy", numpy_gradient)
+    probe("array_api_strict", strict_gradient)
+    report["after"] = listing()
+    print(json.dumps(report))
+""")
+
+
+def _install(root, plugins):
+    """Write ``plugins`` as modules of one fake distribution with an entry point each."""
+    root.mkdir()
+    info = root / "arraygrad_broken_examples-0.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: arraygrad-broken-examples\n"
+                                   "Version: 0.0.0\n")
+    lines = [f"{name} = agbroken_{name}" for name in plugins]
+    (info / "entry_points.txt").write_text("[arraygrad]\n" + "\n".join(lines) + "\n")
+    for name, code in plugins.items():
+        (root / f"agbroken_{name}.py").write_text(code)
+    return root
+
+
+def _run(root, args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _cli(root):
+    listing = _run(root, ["-m", "arraygrad.cli", "backends"])
+    return {line.split()[0]: line for line in listing.splitlines()}
+
+
+@pytest.fixture(scope="module")
+def at_load(tmp_path_factory):
+    root = _install(tmp_path_factory.mktemp("at-load") / "site", AT_LOAD)
+    return json.loads(_run(root, ["-c", PROBE])), _cli(root)
+
+
+@pytest.fixture(scope="module")
+def when_asked(tmp_path_factory):
+    root = _install(tmp_path_factory.mktemp("when-asked") / "site", WHEN_ASKED)
+    return json.loads(_run(root, ["-c", PROBE])), _cli(root)
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("broken_import",
+     "broken plugin: import failed: RuntimeError: this plugin fails on import on purpose"),
+    ("broken_backends",
+     "broken plugin: TypeError: arraygrad_backends() must return a list of names, got 'not-a-list'"),
+    ("no_namespace", "its plugin returned no namespace"),
+    ("raising_namespace", "ImportError: No module named 'imaginary_array_lib'"),
+    ("clashing_name", "already registered by another plugin"),
+])
+def test_reported_with_its_reason(at_load, name, reason):
+    report, cli = at_load
+    listed = report["before"][name]
+    assert not listed["available"] and reason in listed["reason"], listed
+    assert "not available: " in cli[name] and reason in cli[name], cli[name]
+
+
+def test_the_other_backends_keep_working_beside_plugins_broken_at_load(at_load):
+    report, cli = at_load
+    for backend in ("numpy", "array_api_strict"):
+        assert report["before"][backend]["available"], report["before"][backend]
+        assert report[backend] == {"ok": True, "value": [0.0, 2.0, 4.0]}, report[backend]
+        assert "not available" not in cli[backend]
+
+
+def test_a_plugin_whose_owns_hook_raises_is_dropped_and_reported(when_asked):
+    report, _ = when_asked
+    for backend in ("numpy", "array_api_strict"):
+        assert report[backend] == {"ok": True, "value": [0.0, 2.0, 4.0]}, report[backend]
+    listed = report["after"]["raising_owns"]
+    assert not listed["available"]
+    assert "arraygrad_owns raised RuntimeError: owns is broken on purpose" in listed["reason"]
+
+
+def test_a_plugin_whose_namespace_hook_raises_for_every_backend_is_dropped(when_asked):
+    report, cli = when_asked
+    for backend in ("numpy", "array_api_strict"):
+        assert report["before"][backend]["available"], report["before"][backend]
+        assert "not available" not in cli[backend], cli[backend]
+    listed = report["before"]["careless_namespace"]
+    assert not listed["available"] and "imaginary_array_lib_2" in listed["reason"], listed
+    assert "imaginary_array_lib_2" in cli["careless_namespace"]
