@@ -8,6 +8,7 @@ here, once, rather than in every rule.
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 from . import _grad_mode
@@ -197,13 +198,23 @@ class AccumulateGrad:
             grad = grad if isinstance(grad, Variable) else Variable._make(grad, backend, None, 0, False)
             variable._grad = grad if old is None else old + grad
         elif old is None:
-            # A copy: the engine's buffers may be views shared with other gradients.
-            variable._grad = Variable._make(backend.raw.asarray(grad, copy=True), backend, None, 0, False)
+            if not _unshared(grad):  # a view, or held elsewhere (another gradient, the seed)
+                grad = backend.raw.asarray(grad, copy=True)
+            variable._grad = Variable._make(grad, backend, None, 0, False)
         elif old.grad_fn is not None or old._requires_grad:
             variable._grad = Variable._make(old.data + grad, backend, None, 0, False)
         else:
             old.data = old.data + grad
         return None
+
+
+def _unshared(grad) -> bool:
+    """Whether ``grad`` owns its memory and nothing but the engine refers to it, so that a
+    leaf's ``.grad`` may take it without a copy (PyTorch's AccumulateGrad steals it likewise).
+    Only arrays that say they are not views (NumPy's ``base is None``) qualify."""
+    # References: the engine's buffer list, the caller's local name, this function's argument
+    # and getrefcount's own.
+    return getattr(grad, "base", False) is None and sys.getrefcount(grad) <= 4
 
 
 def _run_hooks(hooks, grad, backend, create_graph):
