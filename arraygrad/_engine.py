@@ -13,6 +13,7 @@ import weakref
 
 from . import _grad_mode
 from .errors import BackwardError, GradientError, InplaceError, NoRuleError
+from .rules import private
 
 _FREED = object()
 
@@ -208,13 +209,13 @@ class AccumulateGrad:
         return None
 
 
-def _unshared(grad) -> bool:
+def _unshared(grad, references=5) -> bool:
     """Whether ``grad`` owns its memory and nothing but the engine refers to it, so that a
     leaf's ``.grad`` may take it without a copy (PyTorch's AccumulateGrad steals it likewise).
     Only arrays that say they are not views (NumPy's ``base is None``) qualify."""
-    # References: the engine's buffer list, the caller's local name, this function's argument
-    # and getrefcount's own.
-    return getattr(grad, "base", False) is None and sys.getrefcount(grad) <= 4
+    # References: the engine's buffer list, the caller's local name, the argument here and in
+    # private(), getrefcount's own.
+    return private(grad, references)
 
 
 def _run_hooks(hooks, grad, backend, create_graph):
@@ -328,7 +329,13 @@ def _accumulate(buffers, node, output_nr, grad):
     if buffer is None:
         buffer = buffers[node] = [None] * node.n_outputs
     old = buffer[output_nr]
-    buffer[output_nr] = grad if old is None else old + grad
+    if old is None:
+        buffer[output_nr] = grad
+    elif (old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype
+          and _unshared(old)):  # the buffer, this name, the arguments, getrefcount's
+        old += grad  # the engine's own temporary: add in place
+    else:
+        buffer[output_nr] = old + grad
 
 
 def _node_hooks(node, grads, create_graph):

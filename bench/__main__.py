@@ -1,0 +1,329 @@
+"""Benchmarks of arraygrad against hand-written NumPy gradients and other autodiff libraries.
+
+W1: overhead per recorded op (2,000 cheap elementwise ops on 16 float64 values, forward and
+backward). W2: one MLP training step (float32, batch 128, 784-512-512-10, tanh, mean
+cross-entropy through a stable log-softmax). W3: sum(sin(x)*exp(-x*x) + log1p(x*x)) on 2**22
+float64 values, time and peak memory growth. Every library gets the same inputs; each result is
+checked against hand-written NumPy before it is timed. Threads are pinned to 1.
+"""
+
+import os
+
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                  "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_variable] = "1"  # before NumPy (and its BLAS) is imported
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+CHAIN = 500  # four ops each: 2,000 recorded ops
+LAYERS = (784, 512, 512, 10)
+BATCH = 128
+W3_SIZE = 2**22
+
+
+# ------------------------------------------------------------------------------------ inputs
+def inputs():
+    """The same inputs for every library, from one seed."""
+    rng = np.random.default_rng(0)
+    params = []
+    for n_in, n_out in zip(LAYERS, LAYERS[1:]):
+        params.append((rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32))
+        params.append(np.zeros(n_out, dtype=np.float32))
+    X = rng.standard_normal((BATCH, LAYERS[0])).astype(np.float32)
+    onehot = np.eye(LAYERS[-1], dtype=np.float32)[rng.integers(0, LAYERS[-1], BATCH)]
+    return {"w1": rng.standard_normal(16), "w2": (params, X, onehot),
+            "w3": rng.standard_normal(W3_SIZE)}
+
+
+# ------------------------------------------------------------------- hand-written NumPy: limit
+def numpy_w1(x0):
+    ys, y = [], x0
+    for _ in range(CHAIN):
+        ys.append(y)
+        y = np.sin(y * 1.0001 + 0.01) * 0.9
+    g = np.ones_like(y)
+    for y in reversed(ys):
+        g = g * 0.9 * np.cos(y * 1.0001 + 0.01) * 1.0001
+    return g
+
+
+def numpy_w2(params, X, onehot):
+    W1, b1, W2, b2, W3, b3 = params
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.tanh(h1 @ W2 + b2)
+    z = h2 @ W3 + b3
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    dz = (e / e.sum(axis=1, keepdims=True) - onehot) / len(X)
+    da2 = (dz @ W3.T) * (1 - h2 * h2)
+    da1 = (da2 @ W2.T) * (1 - h1 * h1)
+    return [X.T @ da1, da1.sum(0), h1.T @ da2, da2.sum(0), h2.T @ dz, dz.sum(0)]
+
+
+def numpy_w3(x):
+    """The value and the gradient, as every library computes both."""
+    a = x * x
+    e = np.exp(-a)
+    s = np.sin(x)
+    value = np.sum(s * e + np.log1p(a))  # noqa: F841 (computed, as the others compute it)
+    return np.cos(x) * e - 2 * x * s * e + 2 * x / (1 + a)
+
+
+# ------------------------------------------------------------------ the same through libraries
+def chain(xp, y):
+    for _ in range(CHAIN):
+        y = y * 1.0001
+        y = y + 0.01
+        y = xp.sin(y)
+        y = y * 0.9
+    return y
+
+
+def mlp_loss(xp, params, X, onehot, matmul=None):
+    W1, b1, W2, b2, W3, b3 = params
+    h1 = xp.tanh(X @ W1 + b1)
+    h2 = xp.tanh(h1 @ W2 + b2)
+    z = h2 @ W3 + b3
+    shifted = z - xp.max(z, axis=1, keepdims=True)
+    logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+    return -xp.mean(xp.sum(onehot * logp, axis=1))
+
+
+def w3_loss(xp, x):
+    return xp.sum(xp.sin(x) * xp.exp(-x * x) + xp.log1p(x * x))
+
+
+class Arraygrad:
+    name = "arraygrad"
+
+    def __init__(self):
+        import arraygrad as ag
+
+        self.ag, self.xp = ag, ag.namespace("numpy")
+
+    def _grads(self, loss_of, arrays):
+        variables = [self.ag.Variable(a, requires_grad=True) for a in arrays]
+        loss_of(*variables).backward()
+        return [v.grad.data for v in variables]
+
+    def w1(self, x0):
+        (g,) = self._grads(lambda x: self.xp.sum(chain(self.xp, x)), [x0])
+        return g
+
+    def w2(self, params, X, onehot):
+        return self._grads(lambda *p: mlp_loss(self.xp, p, X, onehot), params)
+
+    def w3(self, x):
+        (g,) = self._grads(lambda v: w3_loss(self.xp, v), [x])
+        return g
+
+
+class HipsAutograd:
+    name = "HIPS autograd"
+    module = "autograd"
+
+    def __init__(self):
+        import autograd
+        import autograd.numpy as anp
+
+        self.grad, self.np = autograd.grad, anp
+
+    def w1(self, x0):
+        return self.grad(lambda x: self.np.sum(chain(self.np, x)))(x0)
+
+    def w2(self, params, X, onehot):
+        return self.grad(lambda p: mlp_loss(self.np, p, X, onehot))(list(params))
+
+    def w3(self, x):
+        return self.grad(lambda v: w3_loss(self.np, v))(x)
+
+
+class MyGrad:
+    name = "MyGrad"
+    module = "mygrad"
+
+    def __init__(self):
+        import mygrad
+
+        self.mg = mygrad
+
+    def _grads(self, loss_of, arrays):
+        tensors = [self.mg.tensor(a) for a in arrays]
+        loss_of(*tensors).backward()
+        return [t.grad for t in tensors]
+
+    def w1(self, x0):
+        (g,) = self._grads(lambda x: self.mg.sum(chain(self.mg, x)), [x0])
+        return g
+
+    def w2(self, params, X, onehot):
+        return self._grads(lambda *p: mlp_loss(self.mg, p, X, onehot), params)
+
+    def w3(self, x):
+        (g,) = self._grads(lambda v: w3_loss(self.mg, v), [x])
+        return g
+
+
+class Torch:
+    name = "PyTorch"
+    module = "torch"
+
+    def __init__(self):
+        import torch
+
+        torch.set_num_threads(1)
+        self.torch = torch
+        self.xp = _TorchNames(torch)
+
+    def _grads(self, loss_of, arrays):
+        tensors = [self.torch.tensor(a, requires_grad=True) for a in arrays]
+        loss_of(*tensors).backward()
+        return [t.grad.numpy() for t in tensors]
+
+    def w1(self, x0):
+        (g,) = self._grads(lambda x: self.torch.sum(chain(self.torch, x)), [x0])
+        return g
+
+    def w2(self, params, X, onehot):
+        X, onehot = self.torch.from_numpy(X), self.torch.from_numpy(onehot)
+        return self._grads(lambda *p: mlp_loss(self.xp, p, X, onehot), params)
+
+    def w3(self, x):
+        (g,) = self._grads(lambda v: w3_loss(self.torch, v), [x])
+        return g
+
+
+class _TorchNames:
+    """torch under the standard's names where they differ (max with axis/keepdims)."""
+
+    def __init__(self, torch):
+        self._torch = torch
+
+    def __getattr__(self, name):
+        return getattr(self._torch, name)
+
+    def max(self, x, axis, keepdims):
+        return self._torch.amax(x, dim=axis, keepdim=keepdims)
+
+    def sum(self, x, axis=None, keepdims=False):
+        return self._torch.sum(x, dim=axis, keepdim=keepdims) if axis is not None else x.sum()
+
+    def mean(self, x):
+        return x.mean()
+
+
+class HandNumpy:
+    name = "hand-written NumPy"
+    w1, w2, w3 = staticmethod(numpy_w1), staticmethod(numpy_w2), staticmethod(numpy_w3)
+
+
+LIBRARIES = [HandNumpy, Arraygrad, HipsAutograd, MyGrad, Torch]
+
+
+def available(library):
+    module = getattr(library, "module", None)
+    if module is None or importlib.util.find_spec(module) is not None:
+        return None
+    return f"{module} is not installed"
+
+
+# --------------------------------------------------------------------------------- measuring
+def best_time(function, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def check(name, got, expected, rtol):
+    """Refuse to time a library whose gradients are wrong."""
+    got = got if isinstance(got, (list, tuple)) else [got]
+    expected = expected if isinstance(expected, (list, tuple)) else [expected]
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(g), e, rtol=rtol, atol=rtol * 1e-2,
+                                   err_msg=f"{name} computes a wrong gradient")
+
+
+def peak_growth_mib(library_name):
+    """Peak resident memory growth of W3 for one library, in a fresh process."""
+    done = subprocess.run([sys.executable, __file__, "--memory", library_name],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)["growth_mib"]
+
+
+def _resident_kib():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def measure_memory(library_name):
+    """Print the peak resident memory that W3 adds above what its input already holds."""
+    library = next(lib for lib in LIBRARIES if lib.__name__ == library_name)()
+    x = np.random.default_rng(0).standard_normal(W3_SIZE)
+    library.w3(x[:16])  # warm up imports and caches
+    # The peak (ru_maxrss) of setup is at most x plus one temporary: W3's own peak is higher.
+    before = _resident_kib()
+    library.w3(x)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"growth_mib": (after - before) / 1024}))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats: a smoke run")
+    parser.add_argument("--only", default="W1,W2,W3", help="comma-separated workloads")
+    parser.add_argument("--memory", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.memory:
+        return measure_memory(args.memory)
+    repeat = 2 if args.quick else 7
+    data = inputs()
+    workloads = args.only.upper().split(",")
+    libraries = []
+    for library in LIBRARIES:
+        reason = available(library)
+        if reason:
+            print(f"skipped {library.name}: {reason}")
+        else:
+            libraries.append(library())
+    print(f"threads pinned to 1; best of {repeat}; numpy {np.__version__}\n")
+    expected = {"W1": numpy_w1(data["w1"]), "W2": numpy_w2(*data["w2"]),
+                "W3": numpy_w3(data["w3"])}
+    for workload in ("W1", "W2", "W3"):
+        if workload not in workloads:
+            continue
+        key = workload.lower()
+        args_of = data[key] if key == "w2" else (data[key],)
+        print({"W1": "W1  2,000 recorded elementwise ops on 16 float64 values, fwd + bwd",
+               "W2": "W2  MLP step, float32, batch 128, 784-512-512-10, tanh, cross-entropy",
+               "W3": "W3  sum(sin(x)*exp(-x*x) + log1p(x*x)), 2**22 float64 values"}[workload])
+        base = None
+        for library in libraries:
+            run = getattr(library, key)
+            check(library.name, run(*args_of), expected[workload],
+                  rtol=1e-3 if workload == "W2" else 1e-9)
+            seconds = best_time(lambda: run(*args_of), repeat if workload != "W3" else 3)
+            base = seconds if base is None else base
+            line = f"    {library.name:<20} {seconds * 1e3:9.2f} ms   x{seconds / base:5.2f}"
+            if workload == "W1" and not isinstance(library, HandNumpy):
+                line += f"   {seconds / (4 * CHAIN) * 1e6:6.2f} us/op"
+            if workload == "W3":
+                growth = peak_growth_mib(type(library).__name__)
+                line += f"   peak +{growth:6.1f} MiB"
+                base_growth = growth if isinstance(library, HandNumpy) else base_growth
+                line += f" (x{growth / base_growth:4.2f})"
+            print(line)
+        print()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
