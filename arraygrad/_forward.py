@@ -127,8 +127,12 @@ def _transposed_vjp(node, tangents):
     for k in range(n):
         shape, dtype = _output_meta(node, k)
         gs.append(Variable._make(backend.raw.zeros(shape, dtype=dtype), backend, None, 0, True))
-    saved = [Variable._make(v, backend, None, 0, False) if hasattr(v, "shape") else v
-             for v in node.saved]
+    def constant(value):
+        if isinstance(value, (tuple, list)):  # the outputs of a multi-output function
+            return type(value)(constant(v) for v in value)
+        return Variable._make(value, backend, None, 0, False) if hasattr(value, "shape") else value
+
+    saved = [constant(v) for v in node.saved]
     edges = tuple(e if t is not None else None for e, t in zip(node.edges, tangents))
     from . import _grad_mode
 

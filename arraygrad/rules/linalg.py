@@ -1,1 +1,272 @@
-"""Rules of the ``linalg`` extension (``vector_norm`` lives with the linear algebra functions)."""
+"""Rules of the ``linalg`` extension, with PyTorch's formulas and conventions (complex inputs
+get conjugate Wirtinger gradients). ``H(a)`` is the conjugate transpose of the last two axes.
+Singular inputs give infinite or NaN gradients, as in PyTorch for ``inv``-based formulas;
+eigenvectors and singular vectors are defined up to phase, so only phase-invariant functions of
+them have gradients.
+"""
+
+from . import LINEAR, conj, defjoint, defvjp, device_of, nondifferentiable, normalize_axis
+from .linalg_eig import _backward as _eig_backward
+from .linalg_eig import _diag_embed, _eye, _gaps
+from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2, vjp_vector_norm
+
+
+def H(xp, a):
+    return conj(xp, xp.matrix_transpose(a))
+
+
+def _scalar(g):
+    return g[..., None, None]
+
+
+# --------------------------------------------------------------------- inverses, determinants
+def vjp_inv(xp, g, ans):
+    return -(H(xp, ans) @ g @ H(xp, ans))
+
+
+def vjp_det(xp, g, x, ans):
+    return _scalar(g * conj(xp, ans)) * H(xp, xp.linalg.inv(x))
+
+
+def vjp_slogdet(xp, g, x, ans):
+    g_sign, g_logabs = g
+    sign, _ = ans
+    c = g_logabs
+    if "complex" in str(sign.dtype):  # the phase of the determinant moves with Im tr(A^-1 dA)
+        c = c - 1j * xp.imag(conj(xp, sign) * g_sign)
+    return _scalar(c) * H(xp, xp.linalg.inv(x))
+
+
+def vjp_solve_x2(xp, g, x1, x2):
+    vector = x2.ndim == 1
+    gb = xp.linalg.solve(H(xp, x1), g[..., None] if vector else g)
+    return gb[..., 0] if vector else gb
+
+
+def vjp_solve_x1(xp, g, x1, x2, ans):
+    vector = x2.ndim == 1
+    gb = xp.linalg.solve(H(xp, x1), g[..., None] if vector else g)
+    X = ans[..., None] if vector else ans
+    return -(gb @ H(xp, X))
+
+
+defvjp("linalg.inv", vjp_inv,
+       jvps=(lambda xp, t, ans: -(ans @ t @ ans),))
+defvjp("linalg.det", vjp_det,
+       jvps=(lambda xp, t, x, ans: ans * xp.linalg.trace(xp.linalg.solve(x, t)),))
+defvjp("linalg.slogdet", vjp_slogdet, outputs=None)
+defvjp("linalg.solve", vjp_solve_x1, vjp_solve_x2, arrays="x1 x2")
+
+
+# --------------------------------------------------------------------- factorizations
+def _phi(xp, a):
+    """The lower triangle with its diagonal halved."""
+    n = a.shape[-1]
+    half = xp.astype(_eye(xp, n, device_of(a)), a.dtype) * 0.5
+    return xp.tril(a) - half * a
+
+
+def vjp_cholesky(xp, g, ans, *, upper=False):
+    L, gL = (H(xp, ans), H(xp, g)) if upper else (ans, g)
+    # gA = L^-H Phi(L^H gL) L^-1, made Hermitian.
+    inner = xp.linalg.solve(H(xp, L), _phi(xp, H(xp, L) @ gL))
+    grad = H(xp, xp.linalg.solve(H(xp, L), H(xp, inner)))
+    return 0.5 * (grad + H(xp, grad))
+
+
+def jvp_cholesky(xp, t, ans, *, upper=False):
+    L = H(xp, ans) if upper else ans
+    inner = xp.linalg.solve(L, H(xp, xp.linalg.solve(L, H(xp, t))))  # L^-1 dA L^-H
+    dL = L @ _phi(xp, inner)
+    return H(xp, dL) if upper else dL
+
+
+def _hermitian_backward(xp, gL, gV, L, V):
+    """``V (diag(gL) + skew(V^H gV) / 2 / E) V^H`` for a Hermitian eigendecomposition."""
+    inner = xp.zeros_like(V) if gV is None else H(xp, V) @ gV
+    inner = 0.5 * (inner - H(xp, inner)) / xp.astype(_gaps(xp, L), V.dtype)
+    inner = xp.where(_eye(xp, L.shape[-1], device_of(L)), _diag_embed(xp, xp.astype(gL, V.dtype)),
+                     inner)
+    return V @ inner @ H(xp, V)
+
+
+def vjp_eigh(xp, g, ans):
+    (gL, gV), (L, V) = g, ans
+    return _hermitian_backward(xp, gL, gV, L, V)
+
+
+def vjp_eigvalsh(xp, g, x):
+    L, V = xp.linalg.eigh(x)
+    return _hermitian_backward(xp, g, None, L, V)
+
+
+def jvp_eigvalsh(xp, t, x):
+    _, V = xp.linalg.eigh(x)
+    return xp.real(xp.linalg.diagonal(H(xp, V) @ xp.astype(t, V.dtype) @ V))
+
+
+def _skew(xp, a):
+    return a - H(xp, a)
+
+
+def _svd_backward(xp, gU, gS, gVh, U, S, Vh):
+    """PyTorch's ``svd_backward`` for the reduced SVD ``A = U diag(S) Vh``."""
+    V = H(xp, Vh)
+    gV = None if gVh is None else H(xp, gVh)
+    S_rows, S_cols = S[..., :, None], S[..., None, :]
+    S2 = S * S
+    gaps = xp.astype(_gaps(xp, S2), U.dtype)
+    inner = xp.zeros(tuple(U.shape[:-2]) + (S.shape[-1], S.shape[-1]), dtype=U.dtype,
+                     device=device_of(U))
+    UhgU = _skew(xp, H(xp, U) @ gU) if gU is not None else None
+    if UhgU is not None:
+        inner = inner + UhgU * S_cols / gaps
+    if gV is not None:
+        inner = inner + S_rows * _skew(xp, H(xp, V) @ gV) / gaps
+    eye = _eye(xp, S.shape[-1], device_of(S))
+    diagonal = xp.zeros_like(S) if gS is None else gS
+    inner = xp.where(eye, _diag_embed(xp, xp.astype(diagonal, U.dtype)), inner)
+    if UhgU is not None and "complex" in str(U.dtype):
+        inner = inner + _diag_embed(xp, xp.linalg.diagonal(UhgU) / (2 * xp.astype(S, U.dtype)))
+    grad = U @ inner
+    if gU is not None and U.shape[-2] > S.shape[-1]:
+        grad = grad + (gU - U @ (H(xp, U) @ gU)) / xp.astype(S_cols, U.dtype)
+    grad = grad @ Vh
+    if gV is not None and Vh.shape[-1] > S.shape[-1]:
+        grad = grad + H(xp, (gV - V @ (H(xp, V) @ gV)) / xp.astype(S_cols, U.dtype))
+    return grad
+
+
+def vjp_svd(xp, g, ans, *, full_matrices=True):
+    (gU, gS, gVh), (U, S, Vh) = g, ans
+    k = S.shape[-1]
+    if full_matrices and (U.shape[-1] != k or Vh.shape[-2] != k):
+        U, gU, Vh, gVh = U[..., :k], gU[..., :k], Vh[..., :k, :], gVh[..., :k, :]
+    return _svd_backward(xp, gU, gS, gVh, U, S, Vh)
+
+
+def vjp_svdvals(xp, g, x):
+    U, S, Vh = xp.linalg.svd(x, full_matrices=False)
+    return (U * xp.astype(g, U.dtype)[..., None, :]) @ Vh
+
+
+def vjp_qr(xp, g, ans, *, mode="reduced"):
+    (gQ, gR), (Q, R) = g, ans
+    m, n = Q.shape[-2], R.shape[-1]
+    if mode != "reduced" or m < n:
+        raise NotImplementedError(
+            f"linalg.qr: gradients exist here for mode='reduced' with at least as many rows as "
+            f"columns; got mode={mode!r} and a {m}x{n} input (as in PyTorch)")
+    # gA = (gQ + Q syminvadj(triu(gR R^H - Q^H gQ))) R^-H
+    M = xp.triu(gR @ H(xp, R) - H(xp, Q) @ gQ)
+    eye = xp.astype(_eye(xp, M.shape[-1], device_of(M)), M.dtype)
+    S = M + H(xp, M) - eye * xp.astype(xp.real(M), M.dtype)
+    return H(xp, xp.linalg.solve(R, H(xp, gQ + Q @ S)))
+
+
+defvjp("linalg.cholesky", vjp_cholesky, jvps=(jvp_cholesky,))
+defvjp("linalg.eigh", vjp_eigh, outputs=None)
+defvjp("linalg.eigvalsh", vjp_eigvalsh, jvps=(jvp_eigvalsh,))
+defvjp("linalg.svd", vjp_svd, outputs=None)
+defvjp("linalg.svdvals", vjp_svdvals)
+defvjp("linalg.qr", vjp_qr, outputs=None)
+
+
+# ----------------------------------------------------------------------- norms and powers
+def vjp_pinv(xp, g, x, ans, **options):
+    P = ans
+    m, n = x.shape[-2], x.shape[-1]
+    eye_m = xp.astype(_eye(xp, m, device_of(x)), x.dtype)
+    eye_n = xp.astype(_eye(xp, n, device_of(x)), x.dtype)
+    # Golub and Pereyra's derivative of the pseudo-inverse, transposed.
+    return (-(H(xp, P) @ g @ H(xp, P)) + (eye_m - x @ P) @ H(xp, g) @ P @ H(xp, P)
+            + H(xp, P) @ P @ H(xp, g) @ (eye_n - P @ x))
+
+
+def vjp_matrix_power(xp, g, x, *, n):
+    if n == 0:
+        return 0 * g
+    base = x if n > 0 else xp.linalg.inv(x)
+    powers = [None, base]
+    for _ in range(abs(n) - 1):
+        powers.append(powers[-1] @ base)
+    size = x.shape[-1]
+    identity = xp.astype(_eye(xp, size, device_of(x)), x.dtype)
+    grad = 0 * g
+    for k in range(abs(n)):  # d(B^n) = sum_k B^k dB B^(n-1-k)
+        left = powers[k] if k else identity
+        right = powers[abs(n) - 1 - k] if abs(n) - 1 - k else identity
+        grad = grad + H(xp, left) @ g @ H(xp, right)
+    if n < 0:  # dB = -B dA B with B = A^-1
+        grad = -(H(xp, base) @ grad @ H(xp, base))
+    return grad
+
+
+def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
+    g = g if keepdims else g[..., None, None]
+    ans = ans if keepdims else ans[..., None, None]
+    if ord == "fro":
+        return g * x / xp.where(ans == 0, xp.ones_like(ans), ans)
+    if ord == "nuc" or ord in (2, -2):
+        U, S, Vh = xp.linalg.svd(x, full_matrices=False)
+        if ord == "nuc":
+            return xp.astype(g, U.dtype) * (U @ Vh)
+        pick = xp.astype(S == (xp.max(S, axis=-1, keepdims=True) if ord == 2 else
+                               xp.min(S, axis=-1, keepdims=True)), U.dtype)
+        pick = pick / xp.sum(pick, axis=-1, keepdims=True)
+        return xp.astype(g, U.dtype) * ((U * pick[..., None, :]) @ Vh)
+    # 1, -1: over columns (sums along rows); inf, -inf: over rows.
+    axis = -2 if ord in (1, -1) else -1
+    sums = xp.sum(xp.abs(x), axis=axis, keepdims=True)
+    extreme = xp.max(sums, axis=-1 if axis == -2 else -2, keepdims=True) if ord in (
+        1, float("inf")) else xp.min(sums, axis=-1 if axis == -2 else -2, keepdims=True)
+    pick = xp.astype(sums == extreme, x.dtype)
+    pick = pick / xp.sum(pick, axis=-1 if axis == -2 else -2, keepdims=True)
+    magnitude = xp.abs(x)
+    sign = x / xp.where(magnitude == 0, xp.ones_like(magnitude), magnitude)
+    return g * pick * sign
+
+
+def vjp_trace(xp, g, x_shape, *, offset=0, dtype=None):
+    rows, cols = x_shape[-2], x_shape[-1]
+    return g[..., None, None] * xp.eye(rows, cols, k=offset, dtype=g.dtype, device=device_of(g))
+
+
+def vjp_diagonal(xp, g, x_shape, *, offset=0):
+    rows, cols = x_shape[-2], x_shape[-1]
+    length = g.shape[-1]
+    # gA[i + r, i + c] = g[i]: spread g over the rows and columns of the offset diagonal.
+    r, c = max(-offset, 0), max(offset, 0)
+    place_rows = xp.eye(rows, length, k=-r, dtype=g.dtype, device=device_of(g))
+    place_cols = xp.eye(length, cols, k=c, dtype=g.dtype, device=device_of(g))
+    return (place_rows * g[..., None, :]) @ place_cols
+
+
+def vjp_cross(xp, g, other, first, axis):
+    return xp.linalg.cross(conj(xp, other), g, axis=axis) if first else xp.linalg.cross(
+        g, conj(xp, other), axis=axis)
+
+
+defvjp("linalg.pinv", vjp_pinv)
+defvjp("linalg.matrix_power", vjp_matrix_power, params="n")
+defvjp("linalg.matrix_norm", vjp_matrix_norm)
+defvjp("linalg.trace", vjp_trace, jvps=LINEAR)
+defvjp("linalg.diagonal", vjp_diagonal, jvps=LINEAR)
+defvjp("linalg.outer",
+       lambda xp, g, x2: g @ conj(xp, x2),
+       lambda xp, g, x1: conj(xp, x1) @ g, arrays="x1 x2",
+       jvps=(lambda xp, t, x2: t[..., :, None] * x2[..., None, :],
+             lambda xp, t, x1: x1[..., :, None] * t[..., None, :]))
+defvjp("linalg.cross",
+       lambda xp, g, x2, *, axis=-1: xp.linalg.cross(conj(xp, x2), g, axis=axis),
+       lambda xp, g, x1, *, axis=-1: xp.linalg.cross(g, conj(xp, x1), axis=axis),
+       arrays="x1 x2",
+       jvps=(lambda xp, t, x2, *, axis=-1: xp.linalg.cross(t, x2, axis=axis),
+             lambda xp, t, x1, *, axis=-1: xp.linalg.cross(x1, t, axis=axis)))
+defvjp("linalg.matmul", vjp_matmul_x1, vjp_matmul_x2, arrays="x1 x2",
+       jvps=(lambda xp, t, x2: t @ x2, lambda xp, t, x1: x1 @ t))
+defvjp("linalg.matrix_transpose", lambda xp, g: xp.matrix_transpose(g), jvps=LINEAR)
+defvjp("linalg.vector_norm", vjp_vector_norm)
+nondifferentiable("linalg.matrix_rank")
+
+__all__ = ["normalize_axis", "defjoint"]

@@ -1,0 +1,37 @@
+"""``arraygrad conformance``: certify backends' gradients, op by op (the main job)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from . import report, runner
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="arraygrad conformance",
+        description="Check every backend's gradients against finite differences, the NumPy "
+                    "reference and themselves. Exits non-zero on any failure.")
+    parser.add_argument("--backend", action="append", help="a backend (repeatable; default: "
+                        "every available one)")
+    parser.add_argument("--op", help="only cases whose op or id matches this glob ('sum*')")
+    parser.add_argument("--dtype", action="append", choices=["float32", "float64"],
+                        help="only this dtype (complex cases follow their real precision)")
+    parser.add_argument("--json", help="write the results as JSON to this file")
+    parser.add_argument("--html", help="write a self-contained HTML report to this file")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    results, unavailable = runner.run(args.backend, args.op, args.dtype, args.seed,
+                                      None if args.quiet else runner.progress_bar())
+    print(report.text(results, unavailable))
+    print(f"\n{len(results)} case runs in {time.perf_counter() - started:.1f} s")
+    if args.json:
+        report.write_json(args.json, results, unavailable, args.seed)
+    if args.html:
+        report.write_html(args.html, results, unavailable, args.seed)
+    failed = any(r.status == "fail" for r in results)
+    missing = args.backend and any(name in unavailable for name in args.backend)
+    return 1 if failed or missing or not results else 0

@@ -1,0 +1,311 @@
+"""Runs the conformance checks of every case on a backend and collects the results."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import sys
+import zlib
+from importlib import resources
+
+import numpy as np
+
+import arraygrad as ag
+from arraygrad.errors import BackendUnavailable
+from arraygrad.testing import grad_function, gradient_errors, random_like
+
+from .cases import CASES, CHECKS, draw
+
+REFERENCE = "numpy"
+
+
+@dataclasses.dataclass
+class Result:
+    """The outcome of one case on one backend in one dtype: a status per check."""
+
+    backend: str
+    case: object
+    dtype: str
+    checks: dict  # check -> (status, detail, max_abs, max_rel)
+    seed: int
+
+    @property
+    def status(self) -> str:
+        statuses = [s for s, *_ in self.checks.values()]
+        for status in ("fail", "deviation", "pass"):
+            if status in statuses:
+                return status
+        return "skip"
+
+    def reproduce(self) -> str:
+        return (f"arraygrad conformance --backend {self.backend} --op '{self.case.id}' "
+                f"--dtype {self.dtype} --seed {self.seed}")
+
+
+def deviations(backend: str) -> dict[str, str]:
+    """Known deviations of ``backend``: case id -> reason, from ``deviations/<backend>.txt``
+    (one case id per line under a ``# reason`` comment)."""
+    found, reason = {}, ""
+    try:
+        text = resources.files(__package__).joinpath("deviations", f"{backend}.txt").read_text()
+    except (FileNotFoundError, OSError):
+        return found
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            reason = line.lstrip("# ")
+        elif line:
+            found[line] = reason
+    return found
+
+
+def select(pattern: str | None):
+    """The cases whose id or op matches the glob ``pattern`` (all when None)."""
+    if not pattern:
+        return list(CASES)
+    return [c for c in CASES if fnmatch.fnmatchcase(c.id, pattern) or
+            fnmatch.fnmatchcase(c.op, pattern) or c.id == pattern]
+
+
+def _outputs(value):
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _errors(got, expected):
+    got, expected = np.asarray(got, dtype=complex), np.asarray(expected, dtype=complex)
+    if got.size == 0:
+        return 0.0, 0.0
+    diff = np.abs(got - expected)
+    diff = np.where(np.isnan(got) & np.isnan(expected), 0, diff)
+    return float(np.max(diff)), float(np.max(diff / np.maximum(np.abs(expected), 1e-30)))
+
+
+class _Runner:
+    """Checks of one case on one backend in one dtype."""
+
+    def __init__(self, backend, case, dtype, seed, tolerances):
+        self.backend, self.case, self.dtype, self.seed = backend, case, dtype, seed
+        self.rtol, self.atol = tolerances
+        self.rtol = case.rtol.get(dtype, self.rtol)
+        self.rng = np.random.default_rng(seed + zlib.crc32(case.id.encode()))
+        self.host = [draw(arg, dtype, self.rng) for arg in case.args]
+        self.checks = {}
+
+    def _raw(self, host, arg):
+        raw = self.backend.raw
+        if arg.strided and self.backend.name in ("numpy", "torch", "cupy"):
+            return raw.permute_dims(raw.asarray(np.ascontiguousarray(host.T)),
+                                    tuple(reversed(range(host.ndim))))
+        return raw.asarray(host)
+
+    def record(self, check, status, detail="", errors=(None, None)):
+        self.checks[check] = (status, detail, *errors)
+
+    def compare(self, check, got, expected, rtol=None, atol=None):
+        rtol = self.rtol if rtol is None else rtol
+        atol = self.atol if atol is None else atol
+        worst = (0.0, 0.0)
+        for g, e in zip(got, expected):
+            if np.shape(g) != np.shape(e):
+                return self.record(check, "fail", f"shape {np.shape(g)} != {np.shape(e)}")
+            abs_err, rel_err = _errors(g, e)
+            worst = (max(worst[0], abs_err), max(worst[1], rel_err))
+            if not np.allclose(np.asarray(g, dtype=complex), np.asarray(e, dtype=complex),
+                               rtol=rtol, atol=atol, equal_nan=True):
+                return self.record(check, "fail",
+                                   f"max abs error {abs_err:.3g}, max rel error {rel_err:.3g} "
+                                   f"(rtol {rtol:g}, atol {atol:g})", (abs_err, rel_err))
+        self.record(check, "pass", "", worst)
+
+    def run(self, reference):
+        backend, case = self.backend, self.case
+        caps = backend.capabilities()
+        missing = [c for c in case.requires if not caps.get(c, True)]
+        if not caps.get("float64", True) and self.dtype in ("float64", "complex128"):
+            missing.append("float64")
+        if missing:
+            for check in CHECKS:
+                self.record(check, "skip", f"capability {missing[0]!r} is False")
+            return self.checks
+        ns, raw = backend.ns, backend.raw
+        raw_inputs = [self._raw(h, a) for h, a in zip(self.host, case.args)]
+        try:
+            expected = _outputs(case.call(raw, *raw_inputs))
+        except AttributeError as exc:  # the backend lacks the function
+            for check in CHECKS:
+                self.record(check, "skip", f"not provided by the backend: {exc}")
+            return self.checks
+        # 1. Forward values, dtype, shape and device equal the backend's own.
+        got = _outputs(case.call(ns, *[ag.Variable(r) for r in raw_inputs]))
+        problems = [f"dtype {g.dtype} != {e.dtype}" for g, e in zip(got, expected)
+                    if g.dtype != e.dtype]
+        problems += [f"device {g.device} != {getattr(e, 'device', None)}" for g, e in
+                     zip(got, expected) if g.device != getattr(e, "device", None)]
+        if problems:
+            self.record("forward", "fail", "; ".join(problems))
+        else:
+            self.compare("forward", [backend.to_numpy(g.data) for g in got],
+                         [backend.to_numpy(e) for e in expected], rtol=1e-12, atol=0)
+        # The gradient, with invariants.
+        variables = [ag.Variable(r, requires_grad=np.issubdtype(h.dtype, np.inexact))
+                     for r, h in zip(raw_inputs, self.host)]
+        outs = _outputs(case.call(ns, *variables))
+        us_host = [random_like(self.rng, backend.to_numpy(o.data)) for o in outs]
+        us = [raw.asarray(u) for u in us_host]
+        loss = None
+        for u, out in zip(us, outs):
+            term = ns.sum(ns.real(ns.conj(ag.Variable(u)) * out) if "complex" in str(out.dtype)
+                          else ag.Variable(u) * out)
+            loss = term if loss is None else loss + term
+        before = [backend.to_numpy(r).copy() for r in raw_inputs]
+        if loss.requires_grad:
+            loss.backward()
+        grads = [v.grad for v in variables if v.requires_grad]
+        self._invariants(variables, grads, raw_inputs, before, us, us_host)
+        # 2. The numerical gradient (float64 only).
+        f = lambda *xs: case.call(ns, *xs)  # noqa: E731
+        if self.dtype in ("float64", "complex128"):
+            analytic, numeric = gradient_errors(f, self.host, backend, seed=self.seed)
+            self.compare("numerical", [analytic], [numeric], rtol=1e-5, atol=1e-7)
+        else:
+            self.record("numerical", "skip", "central differences need float64")
+        # 3. Agreement with the reference backend on the same host inputs.
+        self._cross_backend(grads, us_host, reference)
+        # 5. Second order.
+        if case.second_order and self.dtype == "float64":
+            analytic, numeric = gradient_errors(grad_function(f, backend, self.seed + 1),
+                                                self.host, backend, seed=self.seed + 2)
+            self.compare("second_order", [analytic], [numeric], rtol=1e-5, atol=1e-7)
+        else:
+            self.record("second_order", "skip", "not marked for second order"
+                        if not case.second_order else "second order is checked in float64")
+        # 6. Forward mode: <u, J v> = <J^H u, v>.
+        self._forward_mode(f, raw_inputs, grads, us_host)
+        return self.checks
+
+    def _invariants(self, variables, grads, raw_inputs, before, us, us_host):
+        backend = self.backend
+        problems = []
+        for v, grad in zip([v for v in variables if v.requires_grad], grads):
+            if grad is None:
+                continue
+            if not isinstance(grad, ag.Variable) or grad.backend != v.backend:
+                problems.append(f"gradient of backend {getattr(grad, 'backend', None)}")
+                continue
+            if tuple(grad.shape) != tuple(v.shape):
+                problems.append(f"gradient shape {tuple(grad.shape)} != {tuple(v.shape)}")
+            if grad.dtype != v.dtype:
+                problems.append(f"gradient dtype {grad.dtype} != input dtype {v.dtype}")
+            if grad.device != v.device:
+                problems.append(f"gradient device {grad.device} != {v.device}")
+        for r, b in zip(raw_inputs, before):
+            if not np.array_equal(backend.to_numpy(r), b, equal_nan=True):
+                problems.append("an input was modified")
+        for u, host in zip(us, us_host):
+            if not np.array_equal(backend.to_numpy(u), host, equal_nan=True):
+                problems.append("the upstream gradient was modified")
+        if backend.name == "numpy":
+            datas = [g.data for g in grads if g is not None]
+            if any(np.shares_memory(a, b) for i, a in enumerate(datas) for b in datas[i + 1:]):
+                problems.append("gradients alias each other")
+        self.record("invariants", "fail" if problems else "pass", "; ".join(problems))
+
+    def _cross_backend(self, grads, us_host, reference):
+        if reference is None or self.backend.name == REFERENCE and self.dtype == "float64":
+            return self.record("cross_backend", "skip", "this is the reference")
+        expected = reference(self.case, self.host, us_host)
+        got = [self.backend.to_numpy(g.data) if g is not None else None for g in grads]
+        pairs = [(g, e) for g, e in zip(got, expected) if g is not None and e is not None]
+        self.compare("cross_backend", [g for g, _ in pairs], [e for _, e in pairs])
+
+    def _forward_mode(self, f, raw_inputs, grads, us_host):
+        if self.dtype not in ("float64", "complex128"):
+            return self.record("forward_mode", "skip", "checked in float64")
+        inexact = [np.issubdtype(h.dtype, np.inexact) for h in self.host]
+        if not all(inexact):
+            return self.record("forward_mode", "skip", "integer inputs")
+        vs = [random_like(self.rng, h) for h in self.host]
+        raw = self.backend.raw
+        _, tangents = ag.jvp(f, [r for r in raw_inputs], [raw.asarray(v) for v in vs])
+        tangents = _outputs(tangents)
+        forward = sum(float(np.real(np.vdot(u, self.backend.to_numpy(t))))
+                      for u, t in zip(us_host, tangents))
+        backward = sum(float(np.real(np.vdot(self.backend.to_numpy(g.data), v)))
+                       for g, v in zip(grads, vs) if g is not None)
+        self.compare("forward_mode", [forward], [backward], rtol=1e-7, atol=1e-9)
+
+
+def _reference():
+    """The NumPy float64 gradients of a case on given host inputs and cotangents."""
+    backend = ag.get_backend(REFERENCE)
+
+    def gradients(case, host, us_host):
+        wide = {"float32": np.float64, "complex64": np.complex128}
+        host = [h.astype(wide.get(str(h.dtype), h.dtype)) for h in host]
+        variables = [ag.Variable(np.array(h), requires_grad=np.issubdtype(h.dtype, np.inexact))
+                     for h in host]
+        outs = _outputs(case.call(backend.ns, *variables))
+        ns = backend.ns
+        loss = None
+        for u, out in zip(us_host, outs):
+            u = ag.Variable(u.astype(wide.get(str(u.dtype), u.dtype)))
+            term = ns.sum(ns.real(ns.conj(u) * out) if "complex" in str(out.dtype) else u * out)
+            loss = term if loss is None else loss + term
+        if loss.requires_grad:
+            loss.backward()
+        return [v.grad.data if v.grad is not None else None for v in variables if v.requires_grad]
+
+    return gradients
+
+
+def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None):
+    """Run the suite; returns ``(results, unavailable)`` where ``unavailable`` maps backend
+    names to reasons."""
+    ag.registry.ensure_loaded()
+    names = backends or [info.name for info in ag.backends() if info.available]
+    unavailable, targets = {}, []
+    for name in names:
+        try:
+            backend = ag.get_backend(name)
+            backend.raw
+            targets.append(backend)
+        except (BackendUnavailable, ag.BackendError) as exc:
+            unavailable[name] = str(exc)
+    cases = select(pattern)
+    jobs = [(b, c, d) for b in targets for c in cases for d in c.dtypes
+            if dtypes is None or d in dtypes or d.replace("complex", "float") in dtypes
+            or {"complex64": "float32", "complex128": "float64"}.get(d) in (dtypes or ())]
+    reference = _reference()
+    results = []
+    known = {b.name: deviations(b.name) for b in targets}
+    for index, (backend, case, dtype) in enumerate(jobs):
+        if progress:
+            progress(index, len(jobs), f"{backend.name} {case.id} {dtype}")
+        runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype))
+        try:
+            checks = runner.run(reference)
+        except Exception as exc:  # a crash fails the case once; the checks left did not run
+            checks = runner.checks
+            checks["run"] = ("fail", f"crashed: {type(exc).__name__}: {exc}", None, None)
+            for check in CHECKS:
+                checks.setdefault(check, ("skip", "not run: the case crashed", None, None))
+        if case.id in known[backend.name]:
+            reason = known[backend.name][case.id]
+            checks = {k: ("deviation", f"known deviation: {reason}; {v[1]}", *v[2:])
+                      if v[0] == "fail" else v for k, v in checks.items()}
+        results.append(Result(backend.name, case, dtype, checks, seed))
+    if progress:
+        progress(len(jobs), len(jobs), "done")
+    return results, unavailable
+
+
+def progress_bar(stream=sys.stderr):
+    """A one-line progress bar on ``stream``."""
+    def show(done, total, label):
+        width = 30
+        filled = width * done // max(total, 1)
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:50]:<50}")
+        if done == total:
+            stream.write("\n")
+        stream.flush()
+    return show
