@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._engine import AccumulateGrad, Node, _options, fit, run_vjps
 from ._variable import Variable
 from .errors import NoRuleError
-from .rules import LINEAR, device_of
+from .rules import LINEAR, TRANSPOSE, device_of
 
 
 def _topological(outputs):
@@ -70,7 +70,7 @@ def _node_jvp(node, tangents):
     xp = node.backend.raw
     if rule.jvps == LINEAR:
         return _apply_linear(node, tangents)
-    if rule.jvps:
+    if rule.jvps and rule.jvps != TRANSPOSE:
         total = None
         for i, (jvp, t) in enumerate(zip(rule.jvps, tangents)):
             if jvp is None or t is None:

@@ -32,6 +32,12 @@ LINEAR = "linear"
 JVP is the function itself applied to the tangents (JAX's ``deflinear``)."""
 
 
+TRANSPOSE = "transpose"
+"""``jvps=TRANSPOSE``: the forward mode computes ``J t`` by transposing the VJP (the gradient of
+``<VJP(g), t>`` with respect to ``g``), for functions whose tangent formula would repeat the
+VJP's work (factorizations, ``solve``, ``pinv``)."""
+
+
 class Rule:
     """The differentiation rule of one function: its array arguments, their VJPs and JVPs."""
 
@@ -49,12 +55,11 @@ class Rule:
         self.params = tuple(params)
         self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
         self.joint = joint
-        # One tangent rule per argument (xp, t, <saved>..., *, <options>), or LINEAR, or ()
-        # when the forward mode derives the JVP by transposing the VJP.
-        self.jvps = jvps if jvps == LINEAR else tuple(jvps)
+        # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR or TRANSPOSE.
+        self.jvps = jvps if jvps in (LINEAR, TRANSPOSE) else tuple(jvps)
         self.outputs = outputs
         backward = (joint,) if joint is not None else (self.vjps or ())
-        forward = self.jvps if self.jvps != LINEAR else ()
+        forward = self.jvps if self.jvps not in (LINEAR, TRANSPOSE) else ()
         saves: list[str] = []
         self.index, self.keywords = self._bind(backward, saves)
         self.jvp_index, self.jvp_keywords = self._bind(forward, saves)

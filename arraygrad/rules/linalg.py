@@ -5,10 +5,10 @@ eigenvectors and singular vectors are defined up to phase, so only phase-invaria
 them have gradients.
 """
 
-from . import LINEAR, conj, defjoint, defvjp, device_of, nondifferentiable, normalize_axis
+from . import LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, nondifferentiable
 from .linalg_eig import _backward as _eig_backward
 from .linalg_eig import _diag_embed, _eye, _gaps
-from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2, vjp_vector_norm
+from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 
 
 def H(xp, a):
@@ -54,8 +54,8 @@ defvjp("linalg.inv", vjp_inv,
        jvps=(lambda xp, t, ans: -(ans @ t @ ans),))
 defvjp("linalg.det", vjp_det,
        jvps=(lambda xp, t, x, ans: ans * xp.linalg.trace(xp.linalg.solve(x, t)),))
-defvjp("linalg.slogdet", vjp_slogdet, outputs=None)
-defvjp("linalg.solve", vjp_solve_x1, vjp_solve_x2, arrays="x1 x2")
+defvjp("linalg.slogdet", vjp_slogdet, outputs=None, jvps=TRANSPOSE)
+defvjp("linalg.solve", vjp_solve_x1, vjp_solve_x2, arrays="x1 x2", jvps=TRANSPOSE)
 
 
 # --------------------------------------------------------------------- factorizations
@@ -165,11 +165,11 @@ def vjp_qr(xp, g, ans, *, mode="reduced"):
 
 
 defvjp("linalg.cholesky", vjp_cholesky, jvps=(jvp_cholesky,))
-defvjp("linalg.eigh", vjp_eigh, outputs=None)
+defvjp("linalg.eigh", vjp_eigh, outputs=None, jvps=TRANSPOSE)
 defvjp("linalg.eigvalsh", vjp_eigvalsh, jvps=(jvp_eigvalsh,))
-defvjp("linalg.svd", vjp_svd, outputs=None)
-defvjp("linalg.svdvals", vjp_svdvals)
-defvjp("linalg.qr", vjp_qr, outputs=None)
+defvjp("linalg.svd", vjp_svd, outputs=None, jvps=TRANSPOSE)
+defvjp("linalg.svdvals", vjp_svdvals, jvps=TRANSPOSE)
+defvjp("linalg.qr", vjp_qr, outputs=None, jvps=TRANSPOSE)
 
 
 # ----------------------------------------------------------------------- norms and powers
@@ -247,9 +247,9 @@ def vjp_cross(xp, g, other, first, axis):
         g, conj(xp, other), axis=axis)
 
 
-defvjp("linalg.pinv", vjp_pinv)
-defvjp("linalg.matrix_power", vjp_matrix_power, params="n")
-defvjp("linalg.matrix_norm", vjp_matrix_norm)
+defvjp("linalg.pinv", vjp_pinv, jvps=TRANSPOSE)
+defvjp("linalg.matrix_power", vjp_matrix_power, params="n", jvps=TRANSPOSE)
+defvjp("linalg.matrix_norm", vjp_matrix_norm, jvps=TRANSPOSE)
 defvjp("linalg.trace", vjp_trace, jvps=LINEAR)
 defvjp("linalg.diagonal", vjp_diagonal, jvps=LINEAR)
 defvjp("linalg.outer",
@@ -266,7 +266,6 @@ defvjp("linalg.cross",
 defvjp("linalg.matmul", vjp_matmul_x1, vjp_matmul_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t @ x2, lambda xp, t, x1: x1 @ t))
 defvjp("linalg.matrix_transpose", lambda xp, g: xp.matrix_transpose(g), jvps=LINEAR)
-defvjp("linalg.vector_norm", vjp_vector_norm)
+RULES["linalg.tensordot"] = RULES["tensordot"]
+RULES["linalg.vecdot"] = RULES["vecdot"]
 nondifferentiable("linalg.matrix_rank")
-
-__all__ = ["normalize_axis", "defjoint"]

@@ -1,7 +1,7 @@
 """Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot`` and the ``linalg``
 extension's norms."""
 
-from . import conj, defvjp, expand_reduced, is_complex, normalize_axis
+from . import conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis
 
 
 def _as_matrices(xp, g, x1, x2):
@@ -63,4 +63,62 @@ defvjp("matmul", vjp_matmul_x1, vjp_matmul_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t @ x2, lambda xp, t, x1: x1 @ t))
 defvjp("matrix_transpose", lambda xp, g: xp.matrix_transpose(g),
        jvps=(lambda xp, t: xp.matrix_transpose(t),))
-defvjp("linalg.vector_norm", vjp_vector_norm)
+def jvp_vector_norm(xp, t, x, ans, *, axis=None, keepdims=False, ord=2):
+    # A real-valued reduction: contract t with the VJP's weights, Re(conj(w) t).
+    w = vjp_vector_norm(xp, xp.ones_like(ans), x, ans, axis=axis, keepdims=keepdims, ord=ord)
+    product = conj(xp, w) * t
+    return xp.sum(xp.real(product) if is_complex(product) else product,
+                  axis=_axes(axis, x.ndim), keepdims=keepdims)
+
+
+defvjp("linalg.vector_norm", vjp_vector_norm, jvps=(jvp_vector_norm,))
+
+
+def _tensordot_axes(axes, ndim1, ndim2):
+    if isinstance(axes, int):
+        return list(range(ndim1 - axes, ndim1)), list(range(axes))
+    first, second = axes
+    return [a % ndim1 for a in first], [b % ndim2 for b in second]
+
+
+def vjp_tensordot(xp, g, x1, x2, *, axes=2):
+    # As a matmul: x1 -> (free1, contracted), x2 -> (contracted, free2).
+    a1, a2 = _tensordot_axes(axes, x1.ndim, x2.ndim)
+    free1 = [i for i in range(x1.ndim) if i not in a1]
+    free2 = [i for i in range(x2.ndim) if i not in a2]
+    m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), -1))
+    m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (-1, _prod(x2, free2)))
+    gm = xp.reshape(g, (m1.shape[0], m2.shape[1]))
+    g1 = xp.reshape(gm @ xp.matrix_transpose(conj(xp, m2)),
+                    tuple(x1.shape[i] for i in free1 + a1))
+    g2 = xp.reshape(xp.matrix_transpose(conj(xp, m1)) @ gm,
+                    tuple(x2.shape[i] for i in a2 + free2))
+    return [xp.permute_dims(g1, _inverse(free1 + a1)), xp.permute_dims(g2, _inverse(a2 + free2))]
+
+
+def _prod(x, axes):
+    size = 1
+    for a in axes:
+        size *= x.shape[a]
+    return size
+
+
+def _inverse(order):
+    return tuple(order.index(i) for i in range(len(order)))
+
+
+def _vecdot_axis(x1, x2, axis):
+    return axis if axis < 0 else axis - max(x1.ndim, x2.ndim)
+
+
+# vecdot(x1, x2) = sum(conj(x1) * x2, axis): the gradients are x2 conj(g) and x1 g.
+defvjp("vecdot",
+       lambda xp, g, x1, x2, *, axis=-1: x2 * conj(xp, xp.expand_dims(g, axis=_vecdot_axis(
+           x1, x2, axis))),
+       lambda xp, g, x1, x2, *, axis=-1: x1 * xp.expand_dims(g, axis=_vecdot_axis(x1, x2, axis)),
+       arrays="x1 x2",
+       jvps=(lambda xp, t, x1, x2, *, axis=-1: xp.vecdot(t, x2, axis=axis),
+             lambda xp, t, x1, x2, *, axis=-1: xp.vecdot(x1, t, axis=axis)))
+defjoint("tensordot", vjp_tensordot, arrays="x1 x2", params="axes",
+         jvps=(lambda xp, t, x2, *, axes=2: xp.tensordot(t, x2, axes=axes),
+               lambda xp, t, x1, *, axes=2: xp.tensordot(x1, t, axes=axes)))
