@@ -40,9 +40,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     capture = _engine.backward(roots, retain_graph, create_graph, {edge: None for edge in edges})
     from ._variable import Variable
 
-    results = []
+    results, handed_out = [], set()
     for variable, edge in zip(inputs, edges):
         found = capture[edge]
+        if found is not None and id(found) in handed_out:  # one array for two inputs (x + y)
+            found = found * 1 if isinstance(found, Variable) else variable._backend.raw.asarray(
+                found, copy=True)
+        handed_out.add(id(found))
         if found is None and not allow_unused:
             raise BackwardError(
                 "grad(): one of the inputs was not used to compute the outputs; pass "

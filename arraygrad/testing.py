@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _engine, autograd
 from ._plugins import get_backend
 from ._variable import Variable
 
@@ -29,15 +30,6 @@ def random_like(rng, array):
 
 def _outputs(result):
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
-
-
-def _inner(xp, us, outs):
-    """``sum_i Re<u_i, out_i>`` as a scalar Variable."""
-    total = None
-    for u, out in zip(us, outs):
-        term = xp.sum(xp.real(xp.conj(u) * out) if "complex" in str(out.dtype) else u * out)
-        total = term if total is None else total + term
-    return total
 
 
 def _host_inner(backend, us_host, outs):
@@ -62,10 +54,11 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
     outs = _outputs(f(*inputs))
     xp = be.ns
     us_host = [random_like(rng, be.to_numpy(o.data)) for o in outs]
-    us = [Variable(raw.asarray(u)) for u in us_host]
-    loss = _inner(xp, us, outs)
-    if loss.requires_grad:  # else f is constant in its inputs (the gradient of a linear map)
-        loss.backward()
+    us = [raw.asarray(u) for u in us_host]
+    # backward with u as the outputs' gradient: the VJP, with nothing else recorded.
+    roots = [(o, u) for o, u in zip(outs, us) if o.requires_grad]
+    if roots:  # else f is constant in its inputs (the gradient of a linear map)
+        _engine.backward([(o._edge, o._seed(u, False)) for o, u in roots], False, False)
     directions = [random_like(rng, a) if _is_inexact(a) else None for a in arrays]
     analytic = 0.0
     for x, d in zip(inputs, directions):
@@ -89,15 +82,12 @@ def grad_function(f, backend="numpy", seed=1):
     def gradients(*inputs):
         rng = np.random.default_rng(seed)
         outs = _outputs(f(*inputs))
-        us = [Variable(be.raw.asarray(random_like(rng, be.to_numpy(o.data)))) for o in outs]
-        _inner(be.ns, us, outs).backward(create_graph=True)
-        grads = []
-        for x in inputs:
-            if x.requires_grad:
-                grad = x.grad if x.grad is not None else be.ns.zeros_like(x)
-                grads.append(grad)
-                x.grad = None
-        return tuple(grads)
+        us = [be.raw.asarray(random_like(rng, be.to_numpy(o.data))) for o in outs]
+        wrt = [x for x in inputs if x.requires_grad]
+        pairs = [(o, u) for o, u in zip(outs, us) if o.requires_grad]
+        grads = autograd.grad([o for o, _ in pairs], wrt, [u for _, u in pairs],
+                              create_graph=True, allow_unused=True) if pairs else [None] * len(wrt)
+        return tuple(g if g is not None else be.ns.zeros_like(x) for g, x in zip(grads, wrt))
 
     return gradients
 

@@ -152,15 +152,8 @@ class _Runner:
         outs = _outputs(case.call(ns, *variables))
         us_host = [random_like(self.rng, backend.to_numpy(o.data)) for o in outs]
         us = [raw.asarray(u) for u in us_host]
-        loss = None
-        for u, out in zip(us, outs):
-            term = ns.sum(ns.real(ns.conj(ag.Variable(u)) * out) if "complex" in str(out.dtype)
-                          else ag.Variable(u) * out)
-            loss = term if loss is None else loss + term
         before = [backend.to_numpy(r).copy() for r in raw_inputs]
-        if loss.requires_grad:
-            loss.backward()
-        grads = [v.grad for v in variables if v.requires_grad]
+        grads = _vjp(outs, [v for v in variables if v.requires_grad], us)
         self._invariants(variables, grads, raw_inputs, before, us, us_host)
         # 2. The numerical gradient (float64 only).
         f = lambda *xs: case.call(ns, *xs)  # noqa: E731
@@ -235,6 +228,16 @@ class _Runner:
         self.compare("forward_mode", [forward], [backward], rtol=1e-7, atol=1e-9)
 
 
+def _vjp(outs, inputs, cotangents):
+    """The gradients of ``sum Re<u, out>`` with respect to ``inputs``, straight from backward
+    with the cotangents as output gradients (nothing else of the namespace is used)."""
+    pairs = [(o, u) for o, u in zip(outs, cotangents) if o.requires_grad]
+    if not pairs or not inputs:
+        return [None] * len(inputs)
+    return list(ag.autograd.grad([o for o, _ in pairs], inputs, [u for _, u in pairs],
+                                 allow_unused=True))
+
+
 def _reference():
     """The NumPy float64 gradients of a case on given host inputs and cotangents."""
     backend = ag.get_backend(REFERENCE)
@@ -245,15 +248,9 @@ def _reference():
         variables = [ag.Variable(np.array(h), requires_grad=np.issubdtype(h.dtype, np.inexact))
                      for h in host]
         outs = _outputs(case.call(backend.ns, *variables))
-        ns = backend.ns
-        loss = None
-        for u, out in zip(us_host, outs):
-            u = ag.Variable(u.astype(wide.get(str(u.dtype), u.dtype)))
-            term = ns.sum(ns.real(ns.conj(u) * out) if "complex" in str(out.dtype) else u * out)
-            loss = term if loss is None else loss + term
-        if loss.requires_grad:
-            loss.backward()
-        return [v.grad.data if v.grad is not None else None for v in variables if v.requires_grad]
+        us = [u.astype(wide.get(str(u.dtype), u.dtype)) for u in us_host]
+        grads = _vjp(outs, [v for v in variables if v.requires_grad], us)
+        return [g.data if g is not None else None for g in grads]
 
     return gradients
 
@@ -281,22 +278,29 @@ def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None):
     for index, (backend, case, dtype) in enumerate(jobs):
         if progress:
             progress(index, len(jobs), f"{backend.name} {case.id} {dtype}")
-        runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype))
-        try:
-            checks = runner.run(reference)
-        except Exception as exc:  # a crash fails the case once; the checks left did not run
-            checks = runner.checks
-            checks["run"] = ("fail", f"crashed: {type(exc).__name__}: {exc}", None, None)
-            for check in CHECKS:
-                checks.setdefault(check, ("skip", "not run: the case crashed", None, None))
-        if case.id in known[backend.name]:
-            reason = known[backend.name][case.id]
-            checks = {k: ("deviation", f"known deviation: {reason}; {v[1]}", *v[2:])
-                      if v[0] == "fail" else v for k, v in checks.items()}
-        results.append(Result(backend.name, case, dtype, checks, seed))
+        results.append(run_one(backend, case, dtype, seed, reference, known[backend.name]))
     if progress:
         progress(len(jobs), len(jobs), "done")
     return results, unavailable
+
+
+def run_one(backend, case, dtype, seed=0, reference=None, known=None) -> Result:
+    """Run every check of ``case`` on ``backend`` (a Backend or a name) in ``dtype``."""
+    backend = ag.get_backend(backend) if isinstance(backend, str) else backend
+    reference = reference or _reference()
+    known = deviations(backend.name) if known is None else known
+    runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype))
+    try:
+        checks = runner.run(reference)
+    except Exception as exc:  # a crash fails the case once; the checks left did not run
+        checks = runner.checks
+        checks["run"] = ("fail", f"crashed: {type(exc).__name__}: {exc}", None, None)
+        for check in CHECKS:
+            checks.setdefault(check, ("skip", "not run: the case crashed", None, None))
+    if case.id in known:
+        checks = {k: ("deviation", f"known deviation: {known[case.id]}; {v[1]}", *v[2:])
+                  if v[0] == "fail" else v for k, v in checks.items()}
+    return Result(backend.name, case, dtype, checks, seed)
 
 
 def progress_bar(stream=sys.stderr):

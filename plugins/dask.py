@@ -40,6 +40,8 @@ class _Namespace:
 
     def __getattr__(self, name):
         value = getattr(self._compat, name)
+        if name == "fft":
+            value = _SingleChunkFFT(value)
         setattr(self, name, value)  # found once: rules look functions up on every backward
         return value
 
@@ -80,6 +82,24 @@ class _Namespace:
                                    axis: -1})
         return dask.array.map_blocks(numpy.take_along_axis, x, indices, axis=axis,
                                      dtype=x.dtype, chunks=indices.chunks)
+
+
+class _SingleChunkFFT:
+    """dask's fft transforms only along axes held in one chunk (arraygrad's fft rules pad and
+    crop, which splits chunks): give each transform its input in one chunk."""
+
+    def __init__(self, fft):
+        self._fft = fft
+
+    def __getattr__(self, name):
+        function = getattr(self._fft, name)
+        if name in ("fftfreq", "rfftfreq") or not callable(function):
+            return function
+
+        def transform(x, /, *args, **kwargs):
+            return function(x.rechunk(-1), *args, **kwargs)
+
+        return transform
 
 
 @hookimpl

@@ -5,7 +5,7 @@ transforms follow PyTorch: the adjoint of ``rfft`` pads the half spectrum and ke
 part; the adjoint of ``irfft`` is ``rfft`` with the interior bins doubled (each stands for two).
 """
 
-from . import LINEAR, conj, defvjp
+from . import LINEAR, conj, defvjp, device_of
 
 DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -22,7 +22,7 @@ def _resize(xp, a, axis, length):
         return a[tuple(index)]
     shape = list(a.shape)
     shape[axis] = length - have
-    return xp.concat([a, xp.zeros(tuple(shape), dtype=a.dtype, device=a.device)], axis=axis)
+    return xp.concat([a, xp.zeros(tuple(shape), dtype=a.dtype, device=device_of(a))], axis=axis)
 
 
 def _axes(s, axes, ndim):
@@ -47,7 +47,7 @@ def _double_interior(xp, a, axis, n):
     weights = [1.0] + [2.0] * count + [1.0] * (a.shape[axis] - 1 - count)
     shape = [1] * a.ndim
     shape[axis] = a.shape[axis]
-    return a * xp.reshape(xp.asarray(weights, dtype=xp.real(a).dtype, device=a.device),
+    return a * xp.reshape(xp.asarray(weights, dtype=xp.real(a).dtype, device=device_of(a)),
                           tuple(shape))
 
 

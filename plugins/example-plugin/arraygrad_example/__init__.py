@@ -66,7 +66,7 @@ class _Namespace:
 
     def __getattr__(self, name):
         value = getattr(self._module, name)
-        if name in ("linalg", "fft"):
+        if name in ("linalg", "fft") and not callable(value):  # the extension modules
             value = _Namespace(value, f"{self.__name__}.{name}", self._ours)
         elif callable(value) and not isinstance(value, type):
             value = _returning_ours(value, self._ours)

@@ -1,0 +1,295 @@
+"""The conformance suite: it certifies the built-in backends, it can fail (deliberately broken
+backends are caught, exactly), and its reports (text, JSON, HTML, pytest) hold what they say."""
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import array_api_compat.numpy as compat
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.conformance import cases, cli, report, runner
+from arraygrad.rules import RULES, Rule, conj
+
+SUBSET = ["sin*", "cos*", "exp*", "multiply*", "sum*", "matmul*", "getitem*"]
+
+
+def _subset():
+    chosen = []
+    for pattern in SUBSET:
+        chosen.extend(c for c in runner.select(pattern) if c not in chosen)
+    return chosen
+
+
+def _run(backend, selected):
+    reference = runner._reference()
+    return [runner.run_one(backend, c, d, reference=reference, known={}) for c in selected
+            for d in c.dtypes]
+
+
+def test_every_differentiable_function_has_a_case():
+    covered = {c.op for c in cases.CASES}
+    missing = {name for name in RULES if name not in covered and not name.startswith("linalg.")
+               or name in ("linalg.vector_norm",) and name not in covered}
+    aliases = {"linalg.matmul", "linalg.matrix_transpose", "linalg.tensordot", "linalg.vecdot",
+               "to_device", "linalg.eig"}
+    assert not (missing | {n for n in RULES if n.startswith("linalg.") and n not in covered}
+                ) - aliases
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict"])
+def test_the_built_in_backends_pass_a_subset(backend):
+    results = _run(backend, _subset())
+    assert results and all(r.status in ("pass", "skip") for r in results), [
+        (r.case.id, r.dtype, r.checks) for r in results if r.status == "fail"]
+    assert sum(r.status == "pass" for r in results) > 0.9 * len(results)
+
+
+# ----------------------------------------------------------------- deliberately broken backends
+def _broken_backend(name, overrides=None, rules=None):
+    """A NumPy-based backend whose arrays are an ndarray subclass of its own, with some functions
+    or rules replaced: registered at run time as any third-party plugin would be."""
+
+    class Owned(np.ndarray):
+        pass
+
+    def own(value):
+        if isinstance(value, (tuple, list)):
+            return type(value)(own(v) for v in value)
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        return value.view(Owned) if isinstance(value, np.ndarray) and type(value) is not Owned else value
+
+    class Namespace:
+        __name__ = f"broken_{name}"
+
+        def __init__(self, module, table):
+            self._module, self._table = module, table
+
+        def __getattr__(self, attr):
+            value = self._table.get(attr) or getattr(self._module, attr)
+            if attr in ("linalg", "fft"):
+                return Namespace(value, {})
+            if callable(value) and not isinstance(value, type):
+                function = value
+                return lambda *a, **k: own(function(*a, **k))
+            return value
+
+    namespace = Namespace(compat, overrides or {})
+
+    class Plugin:
+        @ag.hookimpl
+        def arraygrad_backends(self):
+            return [name]
+
+        @ag.hookimpl(tryfirst=True)
+        def arraygrad_owns(self, array):
+            return name if isinstance(array, Owned) else None
+
+        @ag.hookimpl
+        def arraygrad_namespace(self, backend):
+            return namespace if backend == name else None
+
+        @ag.hookimpl
+        def arraygrad_coerce(self, backend, array):
+            if backend == name and type(array) is not Owned:
+                return own(array)
+            return None
+
+        @ag.hookimpl
+        def arraygrad_rule_override(self, backend, op):
+            return (rules or {}).get(op) if backend == name else None
+
+    if name not in ag.registry.backends:
+        ag.register_backend(Plugin(), name=f"broken-{name}")
+    return name
+
+
+def _failed(results):
+    return {(r.case.id, r.dtype) for r in results if r.status == "fail"}
+
+
+def test_a_backend_whose_sin_is_slightly_wrong_fails_exactly_the_sin_cases():
+    wrong_sin = lambda x: compat.sin(x) * (1 + 1e-3)  # noqa: E731
+    name = _broken_backend("wrong_sin", {"sin": wrong_sin})
+    results = _run(name, _subset())
+    # sin's gradient (cos) disagrees with its wrong values: central differences catch it in
+    # float64. cos's gradient is -sin: wrong in every dtype, against the reference backend too.
+    # (Size-0 variants have no values to be wrong.)
+    expected = {(r.case.id, r.dtype) for r in results if r.case.variant != "size0" and (
+        r.case.op == "sin" and r.dtype in ("float64", "complex128") or r.case.op == "cos")}
+    assert expected and _failed(results) == expected
+    assert all(r.checks["numerical"][0] == "fail" for r in results
+               if r.case.op == "sin" and r.status == "fail")
+    assert all(r.checks["cross_backend"][0] == "fail" for r in results if r.case.op == "cos"
+               and r.status == "fail")
+
+
+def test_a_wrong_gradient_override_fails_exactly_that_op():
+    wrong = Rule("exp", ["x"], [lambda xp, g, ans: g * conj(xp, ans) * 1.01])
+    name = _broken_backend("wrong_exp_rule", rules={"exp": wrong})
+    results = _run(name, _subset())
+    expected = {(r.case.id, r.dtype) for r in results if r.case.op == "exp"
+                and r.case.variant != "size0"}
+    assert expected and _failed(results) == expected
+    assert all(r.checks["cross_backend"][0] == "fail" for r in results if r.status == "fail")
+
+
+def test_a_gradient_of_the_wrong_dtype_fails_exactly_that_op():
+    # multiply's gradient comes back in float32, and this backend's astype ignores its dtype,
+    # so the engine's cast cannot repair it.
+    def to_float32(xp, a):
+        return np.asarray(a).astype(np.float32).view(type(a)) if "complex" not in str(
+            a.dtype) else np.real(np.asarray(a)).astype(np.float32).view(type(a))
+
+    wrong = Rule("multiply", ["x1", "x2"], [
+        lambda xp, g, x2: to_float32(xp, g * conj(xp, x2)),
+        lambda xp, g, x1: to_float32(xp, g * conj(xp, x1))])
+    name = _broken_backend("wrong_dtype", {"astype": lambda x, dtype, **k: x},
+                           rules={"multiply": wrong})
+    results = _run(name, [c for c in _subset() if c.op != "getitem"])
+    expected = {(r.case.id, r.dtype) for r in results if r.case.op == "multiply"
+                and r.dtype != "float32"}  # float32 inputs: a float32 gradient is right
+    assert expected and _failed(results) == expected
+    failing = [r for r in results if r.status == "fail"]
+    assert all("dtype" in r.checks["invariants"][1] for r in failing)
+
+
+def test_the_command_exits_non_zero_on_failure_and_lists_a_reproduction(capsys):
+    name = _broken_backend("wrong_sin", {"sin": lambda x: compat.sin(x) * (1 + 1e-3)})
+    assert cli.main(["--backend", name, "--op", "sin[2d]", "-q"]) == 1
+    out = capsys.readouterr().out
+    assert f"reproduce: arraygrad conformance --backend {name} --op 'sin[2d]'" in out
+    assert "max abs error" in out
+    assert cli.main(["--backend", "numpy", "--op", "cos[2d]", "-q"]) == 0
+
+
+# ------------------------------------------------------------------------------ reports
+@pytest.fixture(scope="module")
+def small_run():
+    return runner.run(["numpy", "array_api_strict"], "exp*", None, 0)
+
+
+def test_json_report_is_versioned_and_complete(small_run, tmp_path):
+    results, unavailable = small_run
+    path = tmp_path / "report.json"
+    report.write_json(path, results, unavailable, 0)
+    document = json.loads(path.read_text())
+    assert document["schema"] == "arraygrad-conformance" and document["version"] == 1
+    assert len(document["results"]) == len(results)
+    first = document["results"][0]
+    assert set(first["checks"]) >= set(cases.CHECKS)
+    assert sum(row["pass"] for row in document["summary"]["numpy"].values()) == sum(
+        r.status == "pass" for r in results if r.backend == "numpy")
+
+
+class _MatrixParser(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.cells, self.rows, self.external = [], 0, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "td":
+            self.cells.append((attrs.get("class"), attrs.get("title", "")))
+        if tag == "tr":
+            self.rows += 1
+        for key in ("src", "href"):
+            if attrs.get(key, "").startswith(("http", "//")):
+                self.external.append(attrs[key])
+
+
+def test_html_report_holds_the_matrix_and_needs_no_network(small_run, tmp_path):
+    results, unavailable = small_run
+    page = report.as_html(results, unavailable, 0)
+    parser = _MatrixParser()
+    parser.feed(page)
+    case_ids = {r.case.id for r in results}
+    assert parser.rows == len(case_ids) + 1  # one row per case, plus the header
+    assert len(parser.cells) == 2 * len(case_ids)  # one cell per case and backend
+    assert all(status == "pass" for status, _ in parser.cells)
+    assert all(": pass;" in title and "fail" not in title for _, title in parser.cells)
+    assert not parser.external
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package chromium)")
+def test_html_report_renders_in_a_real_browser(small_run, tmp_path):
+    results, unavailable = small_run
+    page = tmp_path / "report.html"
+    report.write_html(page, results, unavailable, 0)
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tempfile.mkdtemp()}", "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120)
+    assert 'data-ready="yes"' in dom.stdout  # the page's script ran
+    assert "Uncaught" not in dom.stderr and "CONSOLE" not in dom.stderr.upper().replace(
+        "CONSOLE_", "")
+    shot = tmp_path / "shot.png"
+    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=900,700", page.as_uri()],
+                   capture_output=True, timeout=120)
+    pixels = _png_pixels(shot.read_bytes())
+    green = (0x3C, 0x9A, 0x5F)  # the colour of a passing cell
+    assert any(tuple(p[:3]) == green for p in pixels), "no passing cell is visible"
+
+
+def _png_pixels(data):
+    """Decode an 8-bit RGB(A) PNG (no interlace) into a list of pixels, with NumPy only."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, chunks, header = 8, b"", None
+    while position < len(data):
+        length = int.from_bytes(data[position:position + 4], "big")
+        kind = data[position + 4:position + 8]
+        body = data[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks += body
+        position += 12 + length
+    width, height = int.from_bytes(header[:4], "big"), int.from_bytes(header[4:8], "big")
+    channels = {2: 3, 6: 4}[header[9]]
+    raw = np.frombuffer(zlib.decompress(chunks), dtype=np.uint8)
+    stride = width * channels
+    image = np.zeros((height, stride), dtype=np.int32)
+    previous = np.zeros(stride, dtype=np.int32)
+    for row in range(height):
+        line = raw[row * (stride + 1):(row + 1) * (stride + 1)]
+        kind, values = line[0], line[1:].astype(np.int32)
+        out = np.zeros(stride, dtype=np.int32)
+        for i in range(stride):
+            left = out[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            predictor = {0: 0, 1: left, 2: up, 3: (left + up) // 2,
+                         4: _paeth(left, up, corner)}[kind]
+            out[i] = (values[i] + predictor) & 0xFF
+        image[row] = out
+        previous = out
+    return image.reshape(height * width, channels)[:: max(1, width // 50)]
+
+
+def _paeth(a, b, c):
+    p = a + b - c
+    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+    return a if pa <= pb and pa <= pc else b if pb <= pc else c
+
+
+def test_pytest_plugin_gives_one_test_per_case_with_readable_ids(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "arraygrad.conformance",
+         "--arraygrad-backend", "array_api_strict", "--arraygrad-op", "sum[axis=-1*", "-v",
+         "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "[array_api_strict-sum[axis=-1,keepdims=False]-float64] PASSED" in done.stdout
+    assert "4 passed" in done.stdout
