@@ -44,8 +44,10 @@ def _compare(f_ours, f_torch, values, rng):
     t = torch.tensor(values, requires_grad=True)
     out_torch = f_torch(t)
     out_torch.backward(torch.tensor(g.astype(out.dtype)))
-    np.testing.assert_allclose(out.data, out_torch.detach().numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.data, out_torch.detach().resolve_conj().numpy(), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(x.grad.data, t.grad.resolve_conj().numpy(), rtol=1e-10,
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -69,3 +71,83 @@ def test_second_derivatives_match_torch(rng):
     expected = torch.autograd.functional.hessian(
         lambda x: torch.sum(torch.sin(x) * x * x) * torch.prod(x), torch.tensor(values))
     np.testing.assert_allclose(hessian, expected.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _spd(rng, n=3):
+    a = rng.standard_normal((n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+LINALG_CASES = {
+    "inv": (lambda xp, a: xp.linalg.inv(a), lambda a: torch.linalg.inv(a)),
+    "det": (lambda xp, a: xp.linalg.det(a), lambda a: torch.linalg.det(a)),
+    "slogdet": (lambda xp, a: xp.linalg.slogdet(a)[1], lambda a: torch.linalg.slogdet(a)[1]),
+    "solve": (lambda xp, a: xp.linalg.solve(a, a[..., :1] * 2 + 1),
+              lambda a: torch.linalg.solve(a, a[..., :1] * 2 + 1)),
+    "cholesky": (lambda xp, a: xp.linalg.cholesky(a @ a.mT + 3 * xp.eye(3, dtype=a.dtype)),
+                 lambda a: torch.linalg.cholesky(a @ a.mT + 3 * torch.eye(3, dtype=a.dtype))),
+    "eigh": (lambda xp, a: _eigh(xp.linalg.eigh(a + a.mT)),
+             lambda a: _eigh(torch.linalg.eigh(a + a.mT))),
+    "svd": (lambda xp, a: _svd(xp.linalg.svd(a, full_matrices=False)),
+            lambda a: _svd(torch.linalg.svd(a, full_matrices=False))),  # real: |v|^2 = v * v
+    "qr": (lambda xp, a: _qr(xp.linalg.qr(a)), lambda a: _qr(torch.linalg.qr(a))),
+    "pinv": (lambda xp, a: xp.linalg.pinv(a[..., :2]), lambda a: torch.linalg.pinv(a[..., :2])),
+    "matrix_norms": (lambda xp, a: xp.linalg.matrix_norm(a) + xp.linalg.matrix_norm(a, ord="nuc")
+                     + xp.linalg.matrix_norm(a, ord=2),
+                     lambda a: torch.linalg.matrix_norm(a) + torch.linalg.matrix_norm(a, ord="nuc")
+                     + torch.linalg.matrix_norm(a, ord=2)),
+    "matrix_power": (lambda xp, a: xp.linalg.matrix_power(a, -2),
+                     lambda a: torch.linalg.matrix_power(a, -2)),
+}
+
+
+def _eigh(result):
+    values, vectors = result
+    return values[..., None] * vectors * vectors  # real eigenvectors: v * v ignores the sign
+
+
+def _svd(result):
+    U, S, Vh = result
+    return (U * S[..., None, :]) @ Vh + S[..., None, :] * U * U
+
+
+def _qr(result):
+    Q, R = result
+    return Q @ R + Q * 2
+
+
+@pytest.mark.parametrize("name", LINALG_CASES)
+def test_linalg_gradients_match_torch(name, rng):
+    values = _spd(rng) + rng.standard_normal((3, 3))
+    _compare(*LINALG_CASES[name], values, rng)
+
+
+@pytest.mark.parametrize("name", ["inv", "det", "solve", "slogdet"])
+def test_complex_linalg_gradients_match_torch(name, rng):
+    values = _spd(rng) + 1j * rng.standard_normal((3, 3))
+    _compare(*LINALG_CASES[name], values, rng)
+
+
+FFT_CASES = {
+    "fft": (lambda xp, z: xp.fft.fft(z, n=7, norm="ortho"), lambda z: torch.fft.fft(z, n=7, norm="ortho")),
+    "ifftn": (lambda xp, z: xp.fft.ifftn(z, s=(3, 5)), lambda z: torch.fft.ifftn(z, s=(3, 5))),
+    "irfft": (lambda xp, z: xp.fft.irfft(z, n=8), lambda z: torch.fft.irfft(z, n=8)),
+    "hfft": (lambda xp, z: xp.fft.hfft(z, norm="forward"), lambda z: torch.fft.hfft(z, norm="forward")),
+    "irfftn": (lambda xp, z: xp.fft.irfftn(z), lambda z: torch.fft.irfftn(z)),
+}
+REAL_FFT_CASES = {
+    "rfft": (lambda xp, x: xp.fft.rfft(x, n=5), lambda x: torch.fft.rfft(x, n=5)),
+    "rfftn": (lambda xp, x: xp.fft.rfftn(x, norm="ortho"), lambda x: torch.fft.rfftn(x, norm="ortho")),
+    "ihfft": (lambda xp, x: xp.fft.ihfft(x), lambda x: torch.fft.ihfft(x)),
+    "fftshift": (lambda xp, x: xp.fft.fftshift(x * x), lambda x: torch.fft.fftshift(x * x)),
+}
+
+
+@pytest.mark.parametrize("name", FFT_CASES)
+def test_complex_fft_gradients_match_torch(name, rng):
+    _compare(*FFT_CASES[name], rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)), rng)
+
+
+@pytest.mark.parametrize("name", REAL_FFT_CASES)
+def test_real_fft_gradients_match_torch(name, rng):
+    _compare(*REAL_FFT_CASES[name], rng.standard_normal((3, 6)), rng)
