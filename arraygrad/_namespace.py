@@ -8,6 +8,7 @@ A function with no rule still runs; backward through it raises an error naming i
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 
@@ -331,8 +332,8 @@ def build_namespace(backend) -> Namespace:
             elif name in _standard.ELEMENTWISE and rule.arrays == ("x1", "x2"):
                 function = _binary_fast(recorder, raw_function)
             else:
-                function = recorder.__call__
-        _install(ns, name, function)
+                function = _calling(recorder)
+        _install(ns, name, function, raw_function)
     _install_specials(ns, backend, recorders)
     backend.operators = _operators(ns, backend, recorders)
     return ns
@@ -345,7 +346,16 @@ def _is_simple_unary(rule):
         rule.keywords)
 
 
-def _install(ns, name, function):
+def _calling(recorder):
+    def function(*args, **kwargs):
+        return recorder(*args, **kwargs)
+    return function
+
+
+def _install(ns, name, function, raw_function):
+    # Name, docs and signature (through __wrapped__) are the backend's own function's.
+    functools.update_wrapper(function, raw_function, assigned=("__name__", "__qualname__",
+                                                                "__doc__"), updated=())
     if "." in name:
         extension, short = name.split(".")
         setattr(getattr(ns, extension), short, function)

@@ -366,8 +366,10 @@ class Variable:
     def __array_namespace__(self, api_version=None):
         return self._backend.ns
 
-    def __dlpack__(self, **kwargs):
-        return self.data.__dlpack__(**kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        options = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                   "copy": copy}
+        return self.data.__dlpack__(**{k: v for k, v in options.items() if v is not None})
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()
