@@ -8,7 +8,6 @@ here, once, rather than in every rule.
 
 from __future__ import annotations
 
-import sys
 import weakref
 
 from . import _grad_mode

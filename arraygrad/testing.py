@@ -52,7 +52,6 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
     arrays = [np.asarray(a) for a in arrays]
     inputs = [Variable(raw.asarray(a), requires_grad=_is_inexact(a)) for a in arrays]
     outs = _outputs(f(*inputs))
-    xp = be.ns
     us_host = [random_like(rng, be.to_numpy(o.data)) for o in outs]
     us = [raw.asarray(u) for u in us_host]
     # backward with u as the outputs' gradient: the VJP, with nothing else recorded.

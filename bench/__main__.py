@@ -306,7 +306,7 @@ def main(argv=None):
         print({"W1": "W1  2,000 recorded elementwise ops on 16 float64 values, fwd + bwd",
                "W2": "W2  MLP step, float32, batch 128, 784-512-512-10, tanh, cross-entropy",
                "W3": "W3  sum(sin(x)*exp(-x*x) + log1p(x*x)), 2**22 float64 values"}[workload])
-        base = None
+        base = base_growth = None
         for library in libraries:
             run = getattr(library, key)
             check(library.name, run(*args_of), expected[workload],

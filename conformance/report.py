@@ -8,7 +8,6 @@ import json
 
 import arraygrad as ag
 
-from .cases import CHECKS
 
 SCHEMA_VERSION = 1
 COLOURS = {"pass": "#3c9a5f", "fail": "#d64541", "skip": "#b5b5b5", "deviation": "#e0a030"}

@@ -17,49 +17,7 @@ jnp = pytest.importorskip("jax.numpy")
 
 NAME = "jax"
 
-# name: (f(xp, *inputs), shapes of the float64 inputs). Elementwise, reductions with axis and
-# keepdims, matmul, broadcasting, indexing, reshaping, joining, sorting, copy-on-write setitem.
-CASES = {
-    "elementwise": (lambda xp, x: xp.exp(x) * xp.sin(x) + x ** 2 / (1 + x * x) - xp.tanh(x), [(3, 4)]),
-    "sum_keepdims": (lambda xp, x: xp.sum(x * x, axis=1, keepdims=True), [(3, 4)]),
-    "mean_axis": (lambda xp, x: xp.mean(x, axis=0), [(3, 4)]),
-    "max_axis": (lambda xp, x: xp.max(x, axis=-1), [(3, 4)]),
-    "std_var": (lambda xp, x: xp.std(x, axis=0, correction=1) + xp.var(x, axis=1, keepdims=True), [(3, 4)]),
-    "prod_cumsum": (lambda xp, x: xp.prod(x, axis=1, keepdims=True) * xp.cumulative_sum(x, axis=1), [(3, 4)]),
-    "cumulative_prod": (lambda xp, x: xp.cumulative_prod(x, axis=0), [(3, 4)]),
-    "matmul": (lambda xp, x, y: x @ y, [(3, 4), (4, 2)]),
-    "matmul_vector": (lambda xp, x, w: x @ w, [(5, 3), (3,)]),
-    "broadcast": (lambda xp, x, y: x * y + y, [(3, 4), (4,)]),
-    "getitem": (lambda xp, x: x[1:, ::2] * x[0, 1], [(3, 4)]),
-    "take": (lambda xp, x: xp.take(x, xp.asarray([2, 0, 2]), axis=0), [(3, 4)]),
-    "reshape_permute": (lambda xp, x: xp.permute_dims(xp.reshape(x, (2, 6)), (1, 0)), [(3, 4)]),
-    "concat_stack": (lambda xp, x: xp.concat([x, 2 * x], axis=1) + xp.stack([x, x * x])[1][:, :1], [(3, 4)]),
-    "where": (lambda xp, x: xp.where(x > 0, x, x * x), [(3, 4)]),
-    "sort": (lambda xp, x: xp.sort(x, axis=1), [(3, 4)]),
-    "vector_norm": (lambda xp, x: xp.linalg.vector_norm(x, axis=1), [(3, 4)]),
-    "setitem": (lambda xp, x, y: _setitem(x, y), [(3, 4), (4,)]),
-}
-
-
-def _setitem(x, y):
-    z = x * 1
-    z[0] = y  # copy-on-write: the history of z and y both reach the output
-    return z * x
-
-
-def _inputs(shapes, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(shape) for shape in shapes]
-
-
-def _value_and_grads(backend, f, arrays, seed=1):
-    """Output and input gradients of ``f`` on ``backend``, as NumPy arrays."""
-    be = ag.get_backend(backend)
-    inputs = [ag.Variable(be.raw.asarray(a), requires_grad=True) for a in arrays]
-    out = f(be.ns, *inputs)
-    g = np.random.default_rng(seed).standard_normal(tuple(out.shape))
-    out.backward(be.raw.asarray(g, dtype=out.dtype))
-    return be.to_numpy(out.data), [be.to_numpy(x.grad.data) for x in inputs]
+from backend_cases import CASES, _inputs, _value_and_grads  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")

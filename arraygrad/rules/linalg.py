@@ -6,7 +6,6 @@ them have gradients.
 """
 
 from . import LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, nondifferentiable
-from .linalg_eig import _backward as _eig_backward
 from .linalg_eig import _diag_embed, _eye, _gaps
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 
