@@ -16,7 +16,6 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
-import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -260,9 +259,14 @@ def peak_growth_mib(library_name):
     return json.loads(done.stdout)["growth_mib"]
 
 
-def _resident_kib():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+def _memory_kib(field):
+    """``VmRSS`` (resident now) or ``VmHWM`` (peak) of this process, in KiB. (Not getrusage's
+    ru_maxrss: Linux carries it over from the parent across exec.)"""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def measure_memory(library_name):
@@ -270,10 +274,10 @@ def measure_memory(library_name):
     library = next(lib for lib in LIBRARIES if lib.__name__ == library_name)()
     x = np.random.default_rng(0).standard_normal(W3_SIZE)
     library.w3(x[:16])  # warm up imports and caches
-    # The peak (ru_maxrss) of setup is at most x plus one temporary: W3's own peak is higher.
-    before = _resident_kib()
+    # The peak of setup is at most x plus one temporary: W3's own peak is higher.
+    before = _memory_kib("VmRSS")
     library.w3(x)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = _memory_kib("VmHWM")
     print(json.dumps({"growth_mib": (after - before) / 1024}))
 
 
