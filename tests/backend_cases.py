@@ -4,6 +4,7 @@ library against central differences and against NumPy."""
 import numpy as np
 
 import arraygrad as ag
+from arraygrad.testing import check_grads
 
 # name: (f(xp, *inputs), shapes of the float64 inputs). Elementwise, reductions with axis and
 # keepdims, matmul, broadcasting, indexing, reshaping, joining, sorting, copy-on-write setitem.
@@ -48,3 +49,22 @@ def _value_and_grads(backend, f, arrays, seed=1):
     g = np.random.default_rng(seed).standard_normal(tuple(out.shape))
     out.backward(be.raw.asarray(g, dtype=out.dtype))
     return be.to_numpy(out.data), [be.to_numpy(x.grad.data) for x in inputs]
+
+
+def check_against_central_differences(backend, case):
+    """Gradients of ``CASES[case]`` on ``backend`` match central differences, to second order."""
+    f, shapes = CASES[case]
+    xp = ag.namespace(backend)
+    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=backend, order=2)
+
+
+def check_against_numpy(backend, case):
+    """Values and gradients of ``CASES[case]`` on ``backend`` equal NumPy's on the same inputs."""
+    f, shapes = CASES[case]
+    arrays = _inputs(shapes)
+    ours, our_grads = _value_and_grads(backend, f, arrays)
+    reference, reference_grads = _value_and_grads("numpy", f, arrays)
+    rtol, atol = ag.get_backend(backend).tolerances("float64")
+    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol)
+    for grad, expected in zip(our_grads, reference_grads):
+        np.testing.assert_allclose(grad, expected, rtol=rtol, atol=atol)

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad.testing import check_grads
 
 NAME = "cupy"
 
 from backend_cases import CASES as _ALL_CASES, _inputs  # noqa: E402
+from backend_cases import check_against_central_differences  # noqa: E402
 
 CASES = {name: case for name, case in _ALL_CASES.items() if name != "setitem"}
 
@@ -106,9 +106,7 @@ def test_loading_the_plugin_does_not_import_cupy():
 
 @pytest.mark.parametrize("case", CASES)
 def test_gradients_match_central_differences_in_float64(cupy, case):
-    f, shapes = CASES[case]
-    xp = ag.namespace(NAME)
-    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=NAME, order=2)
+    check_against_central_differences(NAME, case)
 
 
 @pytest.mark.parametrize("case", CASES)

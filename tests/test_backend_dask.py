@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad.testing import check_grads
 
 dask = pytest.importorskip("dask", reason="dask is not installed (pip install 'arraygrad[dask]')")
 da = pytest.importorskip("dask.array")
@@ -19,7 +18,8 @@ from dask.callbacks import Callback  # noqa: E402
 
 NAME = "dask"
 
-from backend_cases import CASES, _inputs, _value_and_grads  # noqa: E402
+from backend_cases import (CASES, _inputs,  # noqa: E402
+                           check_against_central_differences, check_against_numpy)
 
 
 class ComputeCounter(Callback):
@@ -39,21 +39,12 @@ def _chunked(array):
 
 @pytest.mark.parametrize("case", CASES)
 def test_gradients_match_central_differences_in_float64(case):
-    f, shapes = CASES[case]
-    xp = ag.namespace(NAME)
-    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=NAME, order=2)
+    check_against_central_differences(NAME, case)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_values_and_gradients_agree_with_numpy(case):
-    f, shapes = CASES[case]
-    arrays = _inputs(shapes)
-    ours, our_grads = _value_and_grads(NAME, f, arrays)
-    reference, reference_grads = _value_and_grads("numpy", f, arrays)
-    rtol, atol = ag.get_backend(NAME).tolerances("float64")
-    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol)
-    for grad, expected in zip(our_grads, reference_grads):
-        np.testing.assert_allclose(grad, expected, rtol=rtol, atol=atol)
+    check_against_numpy(NAME, case)
 
 
 @pytest.mark.parametrize("case", CASES)

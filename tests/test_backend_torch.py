@@ -17,26 +17,18 @@ torch = pytest.importorskip(
 
 NAME = "torch"
 
-from backend_cases import CASES, _inputs, _value_and_grads  # noqa: E402
+from backend_cases import (CASES, _inputs, _value_and_grads,  # noqa: E402
+                           check_against_central_differences, check_against_numpy)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_gradients_match_central_differences_in_float64(case):
-    f, shapes = CASES[case]
-    xp = ag.namespace(NAME)
-    check_grads(lambda *v: f(xp, *v), *_inputs(shapes), backend=NAME, order=2)
+    check_against_central_differences(NAME, case)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_values_and_gradients_agree_with_numpy(case):
-    f, shapes = CASES[case]
-    arrays = _inputs(shapes)
-    ours, our_grads = _value_and_grads(NAME, f, arrays)
-    reference, reference_grads = _value_and_grads("numpy", f, arrays)
-    rtol, atol = ag.get_backend(NAME).tolerances("float64")
-    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol)
-    for grad, expected in zip(our_grads, reference_grads):
-        np.testing.assert_allclose(grad, expected, rtol=rtol, atol=atol)
+    check_against_numpy(NAME, case)
 
 
 def test_complex_gradients_match_central_differences():
