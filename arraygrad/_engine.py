@@ -12,7 +12,7 @@ import weakref
 
 from . import _grad_mode
 from .errors import BackwardError, GradientError, InplaceError, NoRuleError
-from .rules import private
+from .rules import is_complex, is_complex_dtype, private
 
 _FREED = object()
 
@@ -60,49 +60,57 @@ class Node:
         """Run the rule on the output gradients; return the gradients of the inputs."""
         saved = self.saved
         rule = self.rule
-        if saved is _FREED:
-            raise BackwardError(
-                f"Trying to backward through the graph a second time: the values that "
-                f"{rule.display} saved for backward were freed after the first backward() call. "
-                "Pass retain_graph=True to the first backward() if you need to call it again "
-                "(or to read saved values after it).")
+        if saved is _FREED or rule.vjps is None:
+            raise self._cannot_run()
         for version, expected in self.versions:
             if version.value != expected:
-                raise InplaceError(
-                    f"A value that {rule.display} needs for its gradient was modified by an "
-                    f"in-place operation ({version.last_op}) after {rule.name} used it: it is at "
-                    f"version {version.value}, expected {expected}. Compute on a copy instead "
-                    "(for example y = x * 1, or xp.asarray(x, copy=True)), or modify it before "
-                    f"calling {rule.name}.")
-        if rule.vjps is None:  # a function with no rule: fail only when a gradient flows here
-            raise NoRuleError(
-                f"{rule.name} has no differentiation rule, so no gradient can flow through it "
-                f"(backend {self.backend.name!r}). Detach its inputs if you do not need this "
-                f"gradient, or add a rule to the module of its family in arraygrad/rules/ "
-                f"(see defvjp there).")
-        backend = self.backend
+                raise self._modified(version, expected)
         if create_graph:
-            xp = backend.ns
+            xp = self.backend.ns
             saved = self.saved_variables()
         else:
-            xp = backend.raw
+            xp = self.backend.raw
         if self.n_outputs == 1:
             g = grads[0]
         else:
             device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
             g = tuple(self._zeros(xp, i, device) if grad is None else grad
                       for i, grad in enumerate(grads))
-        results = run_vjps(rule, xp, g, saved, self.params, self.edges)
-        if not retain_graph and saved:
+        edges = self.edges
+        results = run_vjps(rule, xp, g, saved, self.params, edges)
+        if saved and not retain_graph:
             self.saved = _FREED
         meta = self.meta
-        edges = self.edges
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
                 shape, dtype = meta[i]
                 if grad.shape != shape or grad.dtype != dtype:
                     results[i] = fit(xp, grad, shape, dtype, rule.display, i)
         return results
+
+    def _cannot_run(self):
+        rule = self.rule
+        if self.saved is _FREED:
+            return BackwardError(
+                f"Trying to backward through the graph a second time: the values that "
+                f"{rule.display} saved for backward were freed after the first backward() call. "
+                "Pass retain_graph=True to the first backward() if you need to call it again "
+                "(or to read saved values after it).")
+        # A function with no rule: it fails only when a gradient flows through it.
+        return NoRuleError(
+            f"{rule.name} has no differentiation rule, so no gradient can flow through it "
+            f"(backend {self.backend.name!r}). Detach its inputs if you do not need this "
+            f"gradient, or add a rule to the module of its family in arraygrad/rules/ "
+            f"(see defvjp there).")
+
+    def _modified(self, version, expected):
+        rule = self.rule
+        return InplaceError(
+            f"A value that {rule.display} needs for its gradient was modified by an "
+            f"in-place operation ({version.last_op}) after {rule.name} used it: it is at "
+            f"version {version.value}, expected {expected}. Compute on a copy instead "
+            "(for example y = x * 1, or xp.asarray(x, copy=True)), or modify it before "
+            f"calling {rule.name}.")
 
     def _zeros(self, xp, output_nr, device):
         shape, dtype = self.meta[len(self.edges) + output_nr]
@@ -133,19 +141,16 @@ class Node:
 def run_vjps(rule, xp, g, saved, params, edges):
     """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others."""
     if rule.joint is not None:
-        index = rule.index[0]
-        args = saved if index is None else [saved[i] for i in index]
-        return list(rule.joint(xp, g, *args, **_options(params, rule.keywords[0])))
-    results = [None] * len(edges)
-    for i, vjp in enumerate(rule.vjps):
-        if edges[i] is None or vjp is None:
-            continue
-        index = rule.index[i]
-        args = saved if index is None else [saved[j] for j in index]
-        if params:
-            results[i] = vjp(xp, g, *args, **_options(params, rule.keywords[i]))
+        return list(rule.joint(xp, g, *rule.pickers[0](saved),
+                               **_options(params, rule.keywords[0])))
+    results = []
+    for edge, vjp, pick, keywords in zip(edges, rule.vjps, rule.pickers, rule.keywords):
+        if edge is None or vjp is None:
+            results.append(None)
+        elif params:
+            results.append(vjp(xp, g, *pick(saved), **_options(params, keywords)))
         else:
-            results[i] = vjp(xp, g, *args)
+            results.append(vjp(xp, g, *pick(saved)))
     return results
 
 
@@ -244,26 +249,49 @@ def _broadcasts(small, large) -> bool:
     return all(s in (1, n) for s, n in zip(small[::-1], large[::-1]))
 
 
+_SUM, _EXPAND = "sum", "expand"
+_fit_plans: dict = {}  # {(gradient shape, input shape): (how, summed axes, reshape after)}
+
+
+def _fit_plan(gshape, shape, op, index):
+    """How to bring a gradient of shape ``gshape`` to ``shape`` (cached: backward meets the
+    same pairs of shapes over and over)."""
+    key = (gshape, shape)
+    plan = _fit_plans.get(key)
+    if plan is None:
+        if _broadcasts(shape, gshape):
+            extra = len(gshape) - len(shape)
+            axes = tuple(range(extra)) + tuple(
+                extra + i for i, n in enumerate(shape) if n == 1 and gshape[extra + i] != 1)
+            kept = tuple(n for i, n in enumerate(gshape) if i not in axes)
+            plan = (_SUM, axes, kept != shape)
+        elif _broadcasts(gshape, shape):
+            plan = (_EXPAND, (), False)
+        else:
+            raise GradientError(
+                f"internal error: the rule {op} returned a gradient of shape {gshape} for its "
+                f"argument {index} of shape {shape}. Please report this bug.")
+        if len(_fit_plans) > 4096:
+            _fit_plans.clear()
+        _fit_plans[key] = plan
+    return plan
+
+
 def fit(xp, grad, shape, dtype, op, index):
     """Fit a rule's gradient to its input: sum over broadcast axes, expand reduced ones, cast
     (taking the real part for a real input). Anything else is a bug in the rule."""
     gshape = tuple(grad.shape)
     if gshape != shape:
-        if _broadcasts(shape, gshape):
-            extra = len(gshape) - len(shape)
-            axes = tuple(range(extra)) + tuple(
-                extra + i for i, n in enumerate(shape) if n == 1 and gshape[extra + i] != 1)
+        how, axes, reshape = _fit_plan(gshape, shape, op, index)
+        if how is _SUM:
             if axes:
                 grad = xp.sum(grad, axis=axes)
-            grad = xp.reshape(grad, shape)
-        elif _broadcasts(gshape, shape):
-            grad = xp.broadcast_to(grad, shape)
+            if reshape:
+                grad = xp.reshape(grad, shape)
         else:
-            raise GradientError(
-                f"internal error: the rule {op} returned a gradient of shape {gshape} for its "
-                f"argument {index} of shape {shape}. Please report this bug.")
+            grad = xp.broadcast_to(grad, shape)
     if grad.dtype != dtype:
-        if "complex" in str(grad.dtype) and "complex" not in str(dtype):
+        if is_complex(grad) and not is_complex_dtype(dtype):
             grad = xp.real(grad)
         if grad.dtype != dtype:
             grad = xp.astype(grad, dtype)
@@ -276,51 +304,80 @@ def backward(roots, retain_graph, create_graph, capture=None):
     With ``capture`` (a dict ``{edge: None}``), the gradients arriving at those edges are stored
     in it and returned, and no leaf's ``.grad`` is touched (``arraygrad.autograd.grad``).
     """
+    dependencies = _dependencies(roots)
+    buffers: dict = {}
+    for (node, output_nr), grad in roots:
+        _accumulate(buffers, node, output_nr, grad)
+    ready = [node for node in buffers if dependencies[node] == 0]
+    state = _grad_mode.state
+    previous, state.enabled = state.enabled, bool(create_graph)
+    try:
+        while ready:
+            node = ready.pop()
+            edges = node.edges
+            results = grad = None  # no stray reference may keep a gradient from being reused
+            grads = buffers.pop(node, None)
+            if grads is not None:
+                if node.__class__ is Node and (node.pre_hooks or node.retained):
+                    grads = _node_hooks(node, grads, create_graph)
+                if capture is not None and _captured(capture, node, grads):
+                    continue
+                results = node.apply(grads, create_graph, retain_graph)
+                for i, edge in enumerate(edges):
+                    if edge is None:
+                        continue
+                    child = edge[0]
+                    grad = results[i]
+                    if grad is not None:
+                        if child.n_outputs == 1 and child not in buffers:
+                            buffers[child] = [grad]  # the common case of _accumulate
+                        else:
+                            _accumulate(buffers, child, edge[1], grad)
+                    remaining = dependencies[child] - 1
+                    dependencies[child] = remaining
+                    if remaining == 0:
+                        ready.append(child)
+            else:  # no gradient reached this node: its inputs get none from it either
+                for edge in edges:
+                    if edge is not None:
+                        child = edge[0]
+                        remaining = dependencies[child] - 1
+                        dependencies[child] = remaining
+                        if remaining == 0:
+                            ready.append(child)
+    finally:
+        state.enabled = previous
+    return capture
+
+
+def _dependencies(roots) -> dict:
+    """For every node reachable from the roots, how many of its consumers will send it a
+    gradient (Kahn's in-degrees), found without recursion."""
     dependencies: dict = {}
     stack = []
     for (node, _), _ in roots:
         if node not in dependencies:
             dependencies[node] = 0
             stack.append(node)
-    seen = set(stack)
     while stack:
         for edge in stack.pop().edges:
             if edge is not None:
                 child = edge[0]
-                dependencies[child] = dependencies.get(child, 0) + 1
-                if child not in seen:
-                    seen.add(child)
+                count = dependencies.get(child)
+                if count is None:
+                    dependencies[child] = 1
                     stack.append(child)
-    buffers: dict = {}
-    for (node, output_nr), grad in roots:
-        _accumulate(buffers, node, output_nr, grad)
-    ready = [node for node in buffers if dependencies[node] == 0]
-    with _grad_mode._GradMode(create_graph):
-        while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None)
-            results = None
-            if grads is not None:
-                if node.__class__ is Node and (node.pre_hooks or node.retained):
-                    grads = _node_hooks(node, grads, create_graph)
-                if capture is not None:
-                    for output_nr, grad in enumerate(grads):
-                        if (node, output_nr) in capture:
-                            capture[(node, output_nr)] = grad
-                    if node.__class__ is AccumulateGrad:
-                        continue
-                results = node.apply(grads, create_graph, retain_graph)
-            for i, edge in enumerate(node.edges):
-                if edge is None:
-                    continue
-                child = edge[0]
-                if results is not None and results[i] is not None:
-                    _accumulate(buffers, child, edge[1], results[i])
-                remaining = dependencies[child] - 1
-                dependencies[child] = remaining
-                if remaining == 0:
-                    ready.append(child)
-    return capture
+                else:
+                    dependencies[child] = count + 1
+    return dependencies
+
+
+def _captured(capture, node, grads) -> bool:
+    """Store the gradients arriving at captured edges; True at a leaf (whose .grad stays)."""
+    for output_nr, grad in enumerate(grads):
+        if (node, output_nr) in capture:
+            capture[(node, output_nr)] = grad
+    return node.__class__ is AccumulateGrad
 
 
 def _accumulate(buffers, node, output_nr, grad):

@@ -139,6 +139,8 @@ class _Recorder:
                 inputs.append(value)
                 if value is not None:
                     keyword_inputs[name] = value
+        if len(rest) > len(rule.params) and rule.vjps is not None and not rule.sequence:
+            raise TypeError(_positional_options(self.name, rule, len(rest)))
         raw_inputs = [unwrap(v) for v in inputs]
         raw_rest = [unwrap(v) for v in rest]
         raw_kwargs = {k: unwrap(v) for k, v in kwargs.items()}
@@ -158,6 +160,14 @@ class _Recorder:
             if name in keyword_inputs or (rule.sequence is False and value is None):
                 params[name] = value
         return self.record(inputs, raw_inputs, out, params)
+
+
+def _positional_options(name, rule, count):
+    keywords = sorted({k for ks in rule.keywords if ks for k in ks})
+    return (f"{name}() got {count} positional argument(s) after its array argument(s) "
+            f"{', '.join(rule.arrays)}, but takes only {len(rule.params)}: the standard makes its "
+            f"options keyword-only; pass them by name (such as "
+            f"{', '.join(k + '=...' for k in keywords) or 'axis=...'}).")
 
 
 def _note_version(value, versions):
@@ -189,23 +199,47 @@ def _is_inexact(backend, array):
         return answer
 
 
-def _unary_fast(recorder):
-    """A faster path for one-array functions without options (``sin(x)``)."""
+_OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
+
+
+def _plain_options(args, kwargs) -> bool:
+    """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), so
+    that the fast path may pass them on unchanged."""
+    for value in (*args, *kwargs.values()):
+        kind = value.__class__
+        if kind is tuple:
+            if any(item.__class__ is not int for item in value):
+                return False
+        elif kind not in _OPTION_TYPES:
+            return False
+    return True
+
+
+def _one_array_fast(recorder):
+    """A faster path for one-array functions (``sin(x)``, ``sum(x, axis=1)``, ``reshape(x, s)``)
+    called on a Variable of this backend with plain Python options."""
     backend, raw_function, rule = recorder.backend, recorder.raw_function, recorder.rule
-    sources = rule.sources
+    sources, names = rule.sources, rule.params
     coerce = backend.coerce
     general = recorder.__call__
 
-    def function(x, /, **kwargs):
-        if x.__class__ is not Variable or kwargs or x._backend is not backend:
-            return general(x, **kwargs)
+    def function(x, /, *args, **kwargs):
+        if x.__class__ is not Variable or x._backend is not backend or (
+                (args or kwargs) and (len(args) > len(names) or not _plain_options(args, kwargs))):
+            return general(x, *args, **kwargs)
         data = x.data
-        out = coerce(raw_function(data))
+        out = coerce(raw_function(data, *args, **kwargs))
         if not (x._requires_grad and _state.enabled):
             return _make(out, backend, None, 0, False)
+        params = None
+        if args or kwargs:
+            params = dict(zip(names, args))
+            params.update(kwargs)
         saved, versions = _save_unary(sources, x, data, out)
         node = Node(rule, backend, (x._edge,),
-                    ((data.shape, data.dtype), (out.shape, out.dtype)), saved, None, versions)
+                    ((data.shape, data.dtype), (out.shape, out.dtype)), saved, params, versions)
+        if not _is_inexact(backend, out):  # astype(x, int32): no gradient flows
+            return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
 
     return function
@@ -327,8 +361,8 @@ def build_namespace(backend) -> Namespace:
         else:
             rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
             recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
-            if _is_simple_unary(rule):
-                function = _unary_fast(recorder)
+            if _is_one_array(rule):
+                function = _one_array_fast(recorder)
             elif name in _standard.ELEMENTWISE and rule.arrays == ("x1", "x2"):
                 function = _binary_fast(recorder, raw_function)
             else:
@@ -339,11 +373,9 @@ def build_namespace(backend) -> Namespace:
     return ns
 
 
-def _is_simple_unary(rule):
+def _is_one_array(rule):
     return rule.vjps is not None and rule.arrays == ("x",) and rule.outputs == 1 and (
-        not rule.params) and all(
-        kind in ("ans", "input", "shape") for kind, _ in rule.sources) and not any(
-        rule.keywords)
+        not rule.sequence) and all(kind in ("ans", "input", "shape") for kind, _ in rule.sources)
 
 
 def _calling(recorder):

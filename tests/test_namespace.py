@@ -103,6 +103,17 @@ def test_reductions(backend, name, axis, keepdims, rng):
     np.testing.assert_allclose(backend.host(result), expected)
 
 
+@pytest.mark.parametrize("name", ["sum", "max", "var"])
+def test_positional_options_are_refused_not_misread(backend, rng, name):
+    """The standard makes a reduction's axis keyword-only: a positional one would reach the
+    backend but not the rule, so it is refused with a message naming the keyword."""
+    x = backend.variable(rng.standard_normal((3, 3)), requires_grad=True)
+    with pytest.raises(TypeError, match=rf"{name}\(\) got 1 positional .* axis=\.\.\."):
+        getattr(backend.xp, name)(x, 0)
+    check_grads(lambda v: getattr(backend.xp, name)(v, axis=0), backend.host(x),
+                backend=backend.name)
+
+
 def test_var_and_std_with_correction(backend, rng):
     a = rng.standard_normal((3, 4))
     check_grads(lambda x: backend.xp.var(x, axis=1, correction=1), a, backend=backend.name)

@@ -14,6 +14,7 @@ related dtype: the engine fits shape and dtype once, centrally.
 from __future__ import annotations
 
 import inspect
+import operator
 import sys
 from typing import Callable
 
@@ -42,7 +43,8 @@ class Rule:
     """The differentiation rule of one function: its array arguments, their VJPs and JVPs."""
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
-                 "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs")
+                 "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
+                 "pickers")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1):
@@ -69,6 +71,11 @@ class Rule:
         self.index = [None if index == every else index for index in self.index]
         self.jvp_index = [None if index == every else index for index in self.jvp_index]
         self.sources = tuple(self._source(item) for item in saves)
+        # Per VJP: a function taking the saved values to that VJP's positional arguments.
+        self.pickers = tuple(_picker(index) for index in self.index)
+        if joint is None and self.vjps is not None and len(self.vjps) != len(self.arrays):
+            raise TypeError(f"rule {name!r}: {len(self.vjps)} VJPs for the "
+                            f"{len(self.arrays)} array arguments {self.arrays}")
 
     def _bind(self, functions, saves):
         """Positions in ``saves`` of what each function needs (adding to ``saves``), and the
@@ -102,6 +109,18 @@ class Rule:
 
     def __repr__(self):
         return f"<Rule {self.name}>"
+
+
+def _picker(index):
+    """``saved -> args`` for a VJP taking the saved values at ``index`` (None: all of them)."""
+    if index is None:
+        return lambda saved: saved
+    if not index:
+        return lambda saved: ()
+    if len(index) == 1:
+        (position,) = index
+        return lambda saved: (saved[position],)
+    return operator.itemgetter(*index)
 
 
 def _signature(function: Callable, name: str):
@@ -178,6 +197,10 @@ def is_complex(a) -> bool:
     dtype = getattr(a, "dtype", None)
     if dtype is None:
         return isinstance(a, complex)
+    return is_complex_dtype(dtype)
+
+
+def is_complex_dtype(dtype) -> bool:
     cache = _COMPLEX_DTYPES.setdefault(dtype.__class__, {})
     try:
         return cache[dtype]
