@@ -12,7 +12,7 @@ import weakref
 
 from . import _grad_mode
 from .errors import BackwardError, GradientError, InplaceError, NoRuleError
-from .rules import is_complex, is_complex_dtype, private
+from .rules import _scratch, is_complex, is_complex_dtype, large, private
 
 _FREED = object()
 
@@ -77,7 +77,10 @@ class Node:
             g = tuple(self._zeros(xp, i, device) if grad is None else grad
                       for i, grad in enumerate(grads))
         edges = self.edges
-        results = run_vjps(rule, xp, g, saved, self.params, edges)
+        # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
+        # references are the engine's buffer list, this name, private's argument, getrefcount's.
+        owned = not create_graph and self.n_outputs == 1 and private(g, 4) and large(g)
+        results = run_vjps(rule, xp, g, saved, self.params, edges, owned)
         if saved and not retain_graph:
             self.saved = _FREED
         meta = self.meta
@@ -138,20 +141,51 @@ class Node:
         return values
 
 
-def run_vjps(rule, xp, g, saved, params, edges):
-    """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others."""
+def run_vjps(rule, xp, g, saved, params, edges, owned=False):
+    """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others.
+
+    ``owned``: ``g`` is the engine's own temporary, which the last VJP to read it may overwrite
+    (``rules.times``) unless an earlier one returned it or a view of it.
+    """
     if rule.joint is not None:
-        return list(rule.joint(xp, g, *rule.pickers[0](saved),
-                               **_options(params, rule.keywords[0])))
+        vjp, args = rule.joint, rule.pickers[0](saved)
+        options = _options(params, rule.keywords[0]) if params else {}
+        if owned:
+            _scratch.grad = g
+        try:
+            return list(vjp(xp, g, *args, **options))
+        finally:
+            _scratch.grad = None
+    vjps = rule.vjps
     results = []
-    for edge, vjp, pick, keywords in zip(edges, rule.vjps, rule.pickers, rule.keywords):
+    if owned:  # only the last VJP called may overwrite g
+        last = len(edges) - 1
+        while last >= 0 and (edges[last] is None or vjps[last] is None):
+            last -= 1
+    else:
+        last = -1
+    for i, (edge, vjp, pick, keywords) in enumerate(zip(edges, vjps, rule.pickers, rule.keywords)):
         if edge is None or vjp is None:
             results.append(None)
-        elif params:
-            results.append(vjp(xp, g, *pick(saved), **_options(params, keywords)))
-        else:
-            results.append(vjp(xp, g, *pick(saved)))
+            continue
+        if i == last and not _returned(results, g):
+            _scratch.grad = g
+        try:
+            if params:
+                results.append(vjp(xp, g, *pick(saved), **_options(params, keywords)))
+            else:
+                results.append(vjp(xp, g, *pick(saved)))
+        finally:
+            _scratch.grad = None
     return results
+
+
+def _returned(results, g) -> bool:
+    """Whether an earlier VJP returned ``g`` or a view of it (then ``g`` must stay intact)."""
+    for result in results:
+        if result is not None and (result is g or getattr(result, "base", None) is g):
+            return True
+    return False
 
 
 def _reconnect(value, edge, backend):

@@ -14,11 +14,14 @@ import types
 
 from . import _grad_mode, _standard
 from ._engine import Node, Version
+from ._plugins import registry
 from ._variable import Variable
 from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
 
 _SCALARS = (bool, int, float, complex, type(None))
+_PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
+_owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
 _make = Variable._make
 
@@ -56,18 +59,19 @@ class _Recorder:
     # ------------------------------------------------------------------ argument handling
     def unwrap(self, value):
         """Raw value of an argument: a Variable's data, after checking its backend."""
-        if value.__class__ is Variable:
+        kind = value.__class__
+        if kind is Variable:
             if value._backend is not self.backend:
                 raise mixed_backends(self.backend, value._backend, self.name)
             return value.data
+        if kind in _PASSED or _owners.get(kind) is self.backend:  # a plain value, our array
+            return value
         if isinstance(value, _SCALARS) or isinstance(value, (str, slice, type(Ellipsis))):
             return value
         if isinstance(value, (list, tuple)):
             return type(value)(self.unwrap(v) for v in value)
         if isinstance(value, Variable):
             return self.unwrap(value)  # a subclass
-        from ._plugins import registry
-
         owner = registry.of(value)
         if owner is not None and owner is not self.backend:
             raise mixed_backends(self.backend, owner, self.name)
@@ -116,7 +120,7 @@ class _Recorder:
                     len(outs) if multiple else 1)
         results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
         for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
-            if not _is_inexact(backend, result.data):
+            if not backend.is_inexact(result.data.dtype):
                 result.grad_fn, result._requires_grad = None, False
         return _pack(out, results) if multiple else results[0]
 
@@ -188,17 +192,6 @@ def _pack(out, results):
     return type(out)(results) if isinstance(out, (tuple, list)) else results
 
 
-def _is_inexact(backend, array):
-    """Whether ``array`` has a floating or complex dtype (cached per backend and dtype)."""
-    dtype = array.dtype
-    try:
-        return backend.inexact[dtype]
-    except KeyError:
-        answer = backend.inexact[dtype] = bool(
-            backend.raw.isdtype(dtype, ("real floating", "complex floating")))
-        return answer
-
-
 _OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
 
 
@@ -238,7 +231,7 @@ def _one_array_fast(recorder):
         saved, versions = _save_unary(sources, x, data, out)
         node = Node(rule, backend, (x._edge,),
                     ((data.shape, data.dtype), (out.shape, out.dtype)), saved, params, versions)
-        if not _is_inexact(backend, out):  # astype(x, int32): no gradient flows
+        if not backend.is_inexact(out.dtype):  # astype(x, int32): no gradient flows
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
 
@@ -293,7 +286,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
                     ((ra.shape, ra.dtype) if needs_a else None,
                      (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),
                     tuple(saved), None, tuple(versions))
-        if not _is_inexact(backend, out):
+        if not backend.is_inexact(out.dtype):
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
 
@@ -411,7 +404,7 @@ def _install_specials(ns, backend, recorders):
             if dtype is not None and dtype != obj.dtype:
                 result = astype(result, dtype)
             elif copy:
-                result = result * 1 if _is_inexact(backend, result.data) else _make(
+                result = result * 1 if backend.is_inexact(result.data.dtype) else _make(
                     raw_asarray(obj.data, copy=True), backend, None, 0, False)
             if device is not None:
                 result = result.to_device(device)

@@ -53,8 +53,9 @@ class Backend:
         self._raw = None
         self._ns = None
         self._plain_types: set[type] = set()
+        self._fixers: dict = {}  # {type: the hook implementation that coerced it}
         self.operators = None  # set with the namespace: the functions behind Variable's operators
-        self.inexact: dict = {}  # dtype -> floating or complex, cached
+        self._inexact: dict = {}  # dtype -> floating or complex, cached
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -96,11 +97,29 @@ class Backend:
         kind = type(array)
         if kind in self._plain_types:
             return array
-        fixed = self._ask(self._hook.arraygrad_coerce, array=array)
+        hook = self._hook.arraygrad_coerce
+        kwargs = {"backend": self.name, "array": array}
+        fixer = self._fixers.get(kind)  # the plugin that fixed this type before, asked first
+        if fixer is not None:
+            fixed = _ask_one(fixer, hook.name, kwargs, self.plugin)
+            if fixed is not None:
+                return fixed
+        answered = []
+        fixed = _first_answer(hook, kwargs, self.plugin, answered)
         if fixed is None:
             self._plain_types.add(kind)
             return array
+        self._fixers[kind] = answered[0]
         return fixed
+
+    def is_inexact(self, dtype) -> bool:
+        """Whether ``dtype`` is floating or complex: whether values of it can carry gradients."""
+        try:
+            return self._inexact[dtype]
+        except KeyError:
+            answer = self._inexact[dtype] = bool(
+                self.raw.isdtype(dtype, ("real floating", "complex floating")))
+            return answer
 
     def set_index(self, array, key, value):
         """``array`` (which arraygrad owns) with ``array[key] = value``."""
@@ -197,7 +216,7 @@ class _Registry:
                 raise BackendError(f"plugin {label!r}: {reason}")
             for backend_name in names:
                 self.backends[backend_name] = Backend(backend_name, plugin, self.pm.hook)
-            self._by_type.clear()
+            self._forget_answers()
             return plugin
 
     def disable(self, plugin: Any, reason: str):
@@ -211,7 +230,14 @@ class _Registry:
             for name, backend in list(self.backends.items()):
                 if backend.plugin is plugin:
                     del self.backends[name]
-            self._by_type.clear()
+            self._forget_answers()
+
+    def _forget_answers(self):
+        """Drop the cached answers of plugins (owners, coercions): the plugins changed."""
+        self._by_type.clear()
+        for backend in self.backends.values():
+            backend._plain_types.clear()
+            backend._fixers.clear()
 
     def get(self, name: str) -> Backend:
         self.ensure_loaded()
@@ -238,23 +264,30 @@ class _Registry:
         return backend
 
 
-def _first_answer(hook_caller, kwargs, own_plugin=None):
+def _first_answer(hook_caller, kwargs, own_plugin=None, answered=None):
     """The first non-``None`` answer of the plugins to a hook, asked one by one in pluggy's
     order. A plugin that raises is reported broken and dropped, so that its bug never breaks
     another plugin's backends; only ``own_plugin``'s exceptions (the backend's own plugin, such
-    as its namespace's ImportError) propagate."""
+    as its namespace's ImportError) propagate. ``answered``, a list, receives the hook
+    implementation that answered."""
     for impl in reversed(hook_caller.get_hookimpls()):
-        try:
-            answer = impl.function(*[kwargs[name] for name in impl.argnames])
-        except Exception as exc:
-            if impl.plugin is own_plugin:
-                raise
-            reason = f"{hook_caller.name} raised {type(exc).__name__}: {exc}"
-            registry.disable(impl.plugin, reason)
-            continue
+        answer = _ask_one(impl, hook_caller.name, kwargs, own_plugin)
         if answer is not None:
+            if answered is not None:
+                answered.append(impl)
             return answer
     return None
+
+
+def _ask_one(impl, hook_name, kwargs, own_plugin):
+    """One plugin's answer to a hook; ``None`` (and the plugin disabled) if it raises."""
+    try:
+        return impl.function(*[kwargs[name] for name in impl.argnames])
+    except Exception as exc:
+        if impl.plugin is own_plugin:
+            raise
+        registry.disable(impl.plugin, f"{hook_name} raised {type(exc).__name__}: {exc}")
+        return None
 
 
 def _validated_names(answer) -> list[str]:

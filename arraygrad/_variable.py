@@ -114,7 +114,7 @@ class Variable:
                     "requires_grad can only be switched off on a leaf Variable; this one was "
                     f"made by {self.grad_fn.name()}. Use y = x.detach() instead.")
             return
-        if flag and not self._backend.raw.isdtype(self.data.dtype, ("real floating", "complex floating")):
+        if flag and not self._backend.is_inexact(self.data.dtype):
             raise GradientError(
                 f"only floating-point and complex Variables can require grad, but this one has "
                 f"dtype {self.data.dtype}. Convert it first, e.g. "

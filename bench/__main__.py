@@ -26,6 +26,7 @@ CHAIN = 500  # four ops each: 2,000 recorded ops
 LAYERS = (784, 512, 512, 10)
 BATCH = 128
 W3_SIZE = 2**22
+REPEATS = {"W1": 20, "W2": 40, "W3": 8}  # rounds; --quick runs a quarter
 
 
 # ------------------------------------------------------------------------------------ inputs
@@ -234,12 +235,15 @@ def available(library):
 
 
 # --------------------------------------------------------------------------------- measuring
-def best_time(function, repeat):
-    best = float("inf")
+def best_times(functions, repeat):
+    """The best time of each function over ``repeat`` rounds, the functions taking turns in
+    every round, so that a machine's drift (frequency, neighbours) touches all of them alike."""
+    best = [float("inf")] * len(functions)
     for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
+        for i, function in enumerate(functions):
+            start = time.perf_counter()
+            function()
+            best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 
@@ -289,7 +293,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.memory:
         return measure_memory(args.memory)
-    repeat = 2 if args.quick else 7
     data = inputs()
     workloads = args.only.upper().split(",")
     libraries = []
@@ -299,7 +302,8 @@ def main(argv=None):
             print(f"skipped {library.name}: {reason}")
         else:
             libraries.append(library())
-    print(f"threads pinned to 1; best of {repeat}; numpy {np.__version__}\n")
+    rounds = ", ".join(f"{w} {n // (4 if args.quick else 1)}" for w, n in REPEATS.items())
+    print(f"threads pinned to 1; best of interleaved rounds ({rounds}); numpy {np.__version__}\n")
     expected = {"W1": numpy_w1(data["w1"]), "W2": numpy_w2(*data["w2"]),
                 "W3": numpy_w3(data["w3"])}
     for workload in ("W1", "W2", "W3"):
@@ -310,14 +314,16 @@ def main(argv=None):
         print({"W1": "W1  2,000 recorded elementwise ops on 16 float64 values, fwd + bwd",
                "W2": "W2  MLP step, float32, batch 128, 784-512-512-10, tanh, cross-entropy",
                "W3": "W3  sum(sin(x)*exp(-x*x) + log1p(x*x)), 2**22 float64 values"}[workload])
-        base = base_growth = None
+        runs = []
         for library in libraries:
             run = getattr(library, key)
             check(library.name, run(*args_of), expected[workload],
                   rtol=1e-3 if workload == "W2" else 1e-9)
-            seconds = best_time(lambda: run(*args_of), repeat if workload != "W3" else 3)
-            base = seconds if base is None else base
-            line = f"    {library.name:<20} {seconds * 1e3:9.2f} ms   x{seconds / base:5.2f}"
+            runs.append(lambda run=run: run(*args_of))
+        times = best_times(runs, REPEATS[workload] // (4 if args.quick else 1))
+        base_growth = None
+        for library, seconds in zip(libraries, times):
+            line = f"    {library.name:<20} {seconds * 1e3:9.2f} ms   x{seconds / times[0]:5.2f}"
             if workload == "W1" and not isinstance(library, HandNumpy):
                 line += f"   {seconds / (4 * CHAIN) * 1e6:6.2f} us/op"
             if workload == "W3":

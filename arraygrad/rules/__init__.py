@@ -152,12 +152,7 @@ def from_derivative(derivative):
     needed = list(inspect.signature(derivative).parameters.values())[1:]
 
     def vjp(xp, g, *saved):
-        d = conj(xp, derivative(xp, *saved))
-        if d.__class__ is g.__class__ and d.shape == g.shape and d.dtype == g.dtype and (
-                private(d, 3)):  # d's references: this name, private's argument, getrefcount's
-            d *= g  # a fresh temporary: scale it in place, one large allocation fewer
-            return d
-        return g * d
+        return times(g, conj(xp, derivative(xp, *saved)))
 
     def jvp(xp, t, *saved):
         return t * derivative(xp, *saved)
@@ -169,11 +164,80 @@ def from_derivative(derivative):
     return vjp, jvp
 
 
+# ----------------------------------------------------------------------------------------------
+# Memory reuse in backward. NumPy elides temporaries in ``a * b + c``; a backward pass makes as
+# many, so rules reuse them explicitly, where reference counts prove nothing else can see them.
+# ----------------------------------------------------------------------------------------------
+
+_EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+"""Reference counts tell who can see an array only where every reference is counted: CPython
+before 3.14, whose interpreter may borrow references. Elsewhere nothing is reused."""
+
+
 def private(array, references: int) -> bool:
     """Whether ``array`` owns its memory (NumPy's ``base is None``) and has at most
     ``references`` references, so that nothing else can see it being overwritten. Arrays of
     libraries without ``base`` never qualify."""
-    return getattr(array, "base", False) is None and sys.getrefcount(array) <= references
+    return (_EXACT_REFCOUNTS and getattr(array, "base", False) is None
+            and sys.getrefcount(array) <= references)
+
+
+class _scratch:
+    """The gradient that the running VJP may overwrite, set by the engine around the call. One
+    for all threads: it names an array only its own backward can reach, so another thread's
+    VJP never holds it, and a race only loses a reuse."""
+
+    grad = None
+
+
+def overwritable(g) -> bool:
+    """Whether the running VJP may write into its gradient ``g``: the engine says so when ``g``
+    is its own temporary, nothing else refers to it and this VJP is the last to read it."""
+    return g is _scratch.grad
+
+
+REUSE_MIN_SIZE = 4096
+"""Arrays smaller than this are not worth reusing: small allocations are cheap."""
+
+ONES_MIN_SIZE = 1 << 15
+"""Below this size, checking that a gradient is a broadcast 1 costs more than multiplying."""
+
+
+def large(a) -> bool:
+    """Whether ``a`` has at least ``REUSE_MIN_SIZE`` elements (False for lazy sizes)."""
+    size = getattr(a, "size", None)
+    return size.__class__ is int and size >= REUSE_MIN_SIZE
+
+
+def _broadcast_one(g) -> bool:
+    """Whether ``g`` is a large broadcast of the number 1 (what ``sum`` sends back from a
+    scalar loss): multiplying by it changes nothing, so it can be skipped."""
+    strides = getattr(g, "strides", None)
+    return (strides is not None and g.size >= ONES_MIN_SIZE and g.ndim > 0 and not any(strides)
+            and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
+
+
+_REAL_SCALARS = (int, float)
+
+
+def times(g, d):
+    """``g * d`` for a VJP, without a new array where none is needed: computed in place in
+    ``g`` (when the engine allows it), ``d`` itself when ``g`` is a broadcast 1, or computed in
+    place in ``d`` when ``d`` is a fresh temporary passed as an expression (``times(g,
+    xp.cos(x))``), always keeping the shape and dtype of ``g * d``."""
+    if g is _scratch.grad:  # overwritable(g)
+        if d.__class__ in _REAL_SCALARS or (
+                d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
+            g *= d
+            return g
+    elif (d.__class__ is g.__class__ and large(g) and d.dtype == g.dtype
+          and d.shape == g.shape):
+        if _broadcast_one(g):
+            return d
+        if private(d, 3):  # d's references: this argument, private's, getrefcount's
+            d *= g
+            return d
+    return g * d
 
 
 def no_rule(name: str) -> Rule:

@@ -9,7 +9,7 @@ Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
 import cmath
 import math
 
-from . import LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable
+from . import LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable, times
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
@@ -51,7 +51,7 @@ def _sgn(xp, x):
 
 defvjp("abs", lambda xp, g, x: g * _sgn(xp, x),
        jvps=(lambda xp, t, x: xp.real(t * conj(xp, _sgn(xp, x))) if is_complex(x) else t * xp.sign(x),))
-defvjp("negative", lambda xp, g: -g, jvps=LINEAR)
+defvjp("negative", lambda xp, g: times(g, -1), jvps=LINEAR)
 defvjp("positive", lambda xp, g: g, jvps=LINEAR)
 defvjp("conj", lambda xp, g: conj(xp, g), jvps=LINEAR)
 defvjp("real", lambda xp, g: g, jvps=LINEAR)
@@ -59,10 +59,10 @@ defvjp("imag", lambda xp, g: g * 1j, jvps=LINEAR)
 
 # Binary functions: one VJP per argument.
 defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2", jvps=LINEAR)
-defvjp("subtract", lambda xp, g: g, lambda xp, g: -g, arrays="x1 x2", jvps=LINEAR)
+defvjp("subtract", lambda xp, g: g, lambda xp, g: times(g, -1), arrays="x1 x2", jvps=LINEAR)
 defvjp("multiply",
-       lambda xp, g, x2: g * conj(xp, x2),
-       lambda xp, g, x1: g * conj(xp, x1), arrays="x1 x2",
+       lambda xp, g, x2: times(g, conj(xp, x2)),
+       lambda xp, g, x1: times(g, conj(xp, x1)), arrays="x1 x2",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
 defvjp("divide",
        lambda xp, g, x2: g / conj(xp, x2),

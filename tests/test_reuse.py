@@ -1,0 +1,157 @@
+"""Memory reuse in backward (``rules.times``): gradients are computed in place in arrays that
+only the engine can see, and multiplying by a broadcast 1 is skipped. Nothing the user can
+reach may change, and every gradient must stay exact."""
+
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad import rules
+from arraygrad.testing import check_grads
+
+xp = ag.namespace("numpy")
+LARGE = 1 << 16  # above REUSE_MIN_SIZE and ONES_MIN_SIZE
+exact_refcounts = pytest.mark.skipif(
+    not rules._EXACT_REFCOUNTS, reason="reuse is off where reference counts are not exact "
+    f"({sys.implementation.name} {sys.version_info[:2]})")
+
+
+def w3_gradient(x):
+    """The hand-written gradient of sum(sin(x) * exp(-x*x) + log1p(x*x))."""
+    return np.cos(x) * np.exp(-x * x) - 2 * x * np.sin(x) * np.exp(-x * x) + 2 * x / (1 + x * x)
+
+
+@pytest.fixture
+def reuse_everywhere(monkeypatch):
+    """Reuse on arrays of every size, so that small test arrays take the same paths."""
+    monkeypatch.setattr(rules, "REUSE_MIN_SIZE", 1)
+    monkeypatch.setattr(rules, "ONES_MIN_SIZE", 1)
+
+
+FUNCTIONS = {
+    "w3": lambda x, w: xp.sin(x) * xp.exp(-x * x) + xp.log1p(x * x),
+    "square_and_negate": lambda x, w: -(x * x) - x,
+    "product_with_itself_and_constant": lambda x, w: (x * w) * (x * w),
+    "chain_of_scalars": lambda x, w: ((x * 2.0 - 1.0) * 3.0) / 4.0,
+    "quotient": lambda x, w: xp.sin(x) / (2.0 + xp.cos(w)),
+    "broadcast_row": lambda x, w: xp.reshape(x, (4, -1)) * w[:4, None],
+    "tanh_mlp_like": lambda x, w: xp.tanh(x * w) * xp.tanh(x),
+    "mean_not_sum": lambda x, w: xp.exp(x) * xp.mean(x),
+}
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, name, rng):
+    """sum(f(x)) starts backward with a broadcast 1 and fresh temporaries all along: every path
+    of times() is taken, and the gradients must match central differences."""
+    function = FUNCTIONS[name]
+    x, w = rng.uniform(0.1, 1.0, 64), rng.uniform(0.1, 1.0, 64)
+    check_grads(lambda v: xp.sum(function(v, w)), x)
+    variable = ag.Variable(x, requires_grad=True)
+    xp.sum(function(variable, w)).backward()
+    with_reuse = variable.grad.data
+    rules.REUSE_MIN_SIZE = rules.ONES_MIN_SIZE = 1 << 62  # the same backward, reusing nothing
+    variable = ag.Variable(x, requires_grad=True)
+    xp.sum(function(variable, w)).backward()
+    np.testing.assert_array_equal(with_reuse, variable.grad.data)
+
+
+def test_values_the_user_holds_never_change(rng):
+    x = rng.standard_normal(LARGE)
+    w = rng.standard_normal(LARGE)
+    w_before = w.copy()
+    variable = ag.Variable(x, requires_grad=True)
+    s = xp.sin(variable)
+    e = xp.exp(-variable * variable)
+    product = s * e
+    held = {name: value.data.copy() for name, value in
+            {"s": s, "e": e, "product": product}.items()}
+    loss = xp.sum(product + xp.log1p(variable * variable) + variable * w)
+    loss.backward()
+    for name, value in {"s": s, "e": e, "product": product}.items():
+        np.testing.assert_array_equal(value.data, held[name], err_msg=name)
+    np.testing.assert_array_equal(w, w_before)
+    np.testing.assert_array_equal(x, variable.data)
+    np.testing.assert_allclose(variable.grad.data, w3_gradient(x) + w, rtol=1e-10, atol=1e-14)
+
+
+def test_a_leaf_gradient_never_shares_memory_with_a_users_array(rng):
+    """d sum(x * w) / dx is w itself; .grad must be a copy the user can keep."""
+    w = rng.standard_normal(LARGE)
+    x = ag.Variable(np.zeros(LARGE), requires_grad=True)
+    xp.sum(x * w).backward()
+    assert not np.shares_memory(x.grad.data, w)
+    w[:] = 0.0
+    assert np.all(x.grad.data != 0.0)
+
+
+def test_hooks_retained_and_captured_gradients_keep_their_values(rng):
+    x = rng.uniform(0.1, 1.0, LARGE)
+    variable = ag.Variable(x, requires_grad=True)
+    inner = variable * variable
+    seen = []
+    inner.register_hook(lambda g: seen.append(g))
+    outer = xp.exp(inner)
+    outer.retain_grad()
+    loss = xp.sum(outer * 3.0)
+    loss.backward(retain_graph=True)
+    np.testing.assert_allclose(outer.grad.data, np.full(LARGE, 3.0))
+    np.testing.assert_allclose(seen[0].data, 3.0 * np.exp(x * x))
+    np.testing.assert_allclose(variable.grad.data, 6.0 * x * np.exp(x * x))
+    (captured,) = ag.autograd.grad(loss, [inner])
+    np.testing.assert_allclose(captured.data, 3.0 * np.exp(x * x))
+    np.testing.assert_allclose(seen[0].data, 3.0 * np.exp(x * x))
+
+
+def test_backward_twice_through_a_retained_graph_gives_the_same_gradient(rng):
+    x = rng.standard_normal(LARGE)
+    variable = ag.Variable(x, requires_grad=True)
+    loss = xp.sum(xp.sin(variable) * xp.exp(-variable * variable) + xp.log1p(variable * variable))
+    loss.backward(retain_graph=True)
+    first = variable.grad.data.copy()
+    loss.backward()
+    np.testing.assert_allclose(first, w3_gradient(x), rtol=1e-10, atol=1e-14)
+    np.testing.assert_array_equal(variable.grad.data, 2 * first)
+
+
+def test_second_order_gradients_are_unaffected(rng):
+    x = rng.uniform(0.1, 1.0, LARGE)
+    variable = ag.Variable(x, requires_grad=True)
+    loss = xp.sum(xp.exp(-variable * variable))
+    (first,) = ag.autograd.grad(loss, [variable], create_graph=True)
+    xp.sum(first).backward()
+    np.testing.assert_allclose(first.data, -2 * x * np.exp(-x * x), rtol=1e-12)
+    np.testing.assert_allclose(variable.grad.data, (4 * x * x - 2) * np.exp(-x * x), rtol=1e-9,
+                               atol=1e-15)
+
+
+@exact_refcounts
+def test_backward_of_an_unheld_chain_allocates_no_large_array(rng):
+    """exp's VJP takes exp's own output (g is a broadcast 1), negative's VJP negates it in
+    place, and the leaf takes it: backward adds no array of x's size."""
+    x = rng.standard_normal(1 << 20)  # 8 MiB
+    variable = ag.Variable(x, requires_grad=True)
+    loss = xp.sum(xp.exp(-variable))
+    tracemalloc.start()
+    try:
+        loss.backward()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
+    np.testing.assert_allclose(variable.grad.data, -np.exp(-x), rtol=1e-15)
+
+
+@exact_refcounts
+def test_a_held_output_is_copied_not_reused(rng):
+    x = rng.standard_normal(1 << 20)
+    variable = ag.Variable(x, requires_grad=True)
+    e = xp.exp(-variable)
+    before = e.data.copy()
+    xp.sum(e).backward()
+    np.testing.assert_array_equal(e.data, before)
+    assert not np.shares_memory(variable.grad.data, e.data)
+    np.testing.assert_allclose(variable.grad.data, -before, rtol=1e-15)
