@@ -79,13 +79,16 @@ class Node:
         edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
-        owned = not create_graph and self.n_outputs == 1 and private(g, 4) and large(g)
+        owned = not create_graph and self.n_outputs == 1 and large(g) and private(g, 4)
         results = run_vjps(rule, xp, g, saved, self.params, edges, owned)
         if saved and not retain_graph:
             self.saved = _FREED
         meta = self.meta
+        plain = self.backend._plain_types
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
+                if grad.__class__ not in plain:  # numpy.float64 from 0-d arithmetic, say
+                    grad = results[i] = self.backend.coerce(grad)
                 shape, dtype = meta[i]
                 if grad.shape != shape or grad.dtype != dtype:
                     results[i] = fit(xp, grad, shape, dtype, rule.display, i)

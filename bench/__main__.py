@@ -26,7 +26,7 @@ CHAIN = 500  # four ops each: 2,000 recorded ops
 LAYERS = (784, 512, 512, 10)
 BATCH = 128
 W3_SIZE = 2**22
-REPEATS = {"W1": 20, "W2": 40, "W3": 8}  # rounds; --quick runs a quarter
+REPEATS = {"W1": 8, "W2": 15, "W3": 3}  # rounds of 3 runs in a row; --quick runs a quarter
 
 
 # ------------------------------------------------------------------------------------ inputs
@@ -235,15 +235,17 @@ def available(library):
 
 
 # --------------------------------------------------------------------------------- measuring
-def best_times(functions, repeat):
-    """The best time of each function over ``repeat`` rounds, the functions taking turns in
-    every round, so that a machine's drift (frequency, neighbours) touches all of them alike."""
+def best_times(functions, repeat, in_a_row=3):
+    """The best time of each function over ``repeat`` rounds. In every round each function runs
+    ``in_a_row`` times in a row (warm caches, as in a training loop) and the functions take
+    turns, so that a drift of the machine (frequency, neighbours) touches all of them alike."""
     best = [float("inf")] * len(functions)
     for _ in range(repeat):
         for i, function in enumerate(functions):
-            start = time.perf_counter()
-            function()
-            best[i] = min(best[i], time.perf_counter() - start)
+            for _ in range(in_a_row):
+                start = time.perf_counter()
+                function()
+                best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 
@@ -302,8 +304,9 @@ def main(argv=None):
             print(f"skipped {library.name}: {reason}")
         else:
             libraries.append(library())
-    rounds = ", ".join(f"{w} {n // (4 if args.quick else 1)}" for w, n in REPEATS.items())
-    print(f"threads pinned to 1; best of interleaved rounds ({rounds}); numpy {np.__version__}\n")
+    rounds = ", ".join(f"{w} {max(1, n // (4 if args.quick else 1))}" for w, n in REPEATS.items())
+    print(f"threads pinned to 1; best of 3 runs in a row, libraries taking turns for rounds "
+          f"({rounds}); numpy {np.__version__}\n")
     expected = {"W1": numpy_w1(data["w1"]), "W2": numpy_w2(*data["w2"]),
                 "W3": numpy_w3(data["w3"])}
     for workload in ("W1", "W2", "W3"):
@@ -320,7 +323,7 @@ def main(argv=None):
             check(library.name, run(*args_of), expected[workload],
                   rtol=1e-3 if workload == "W2" else 1e-9)
             runs.append(lambda run=run: run(*args_of))
-        times = best_times(runs, REPEATS[workload] // (4 if args.quick else 1))
+        times = best_times(runs, max(1, REPEATS[workload] // (4 if args.quick else 1)))
         base_growth = None
         for library, seconds in zip(libraries, times):
             line = f"    {library.name:<20} {seconds * 1e3:9.2f} ms   x{seconds / times[0]:5.2f}"

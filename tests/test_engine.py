@@ -144,3 +144,15 @@ def test_a_function_without_rule_fails_only_when_a_gradient_flows_through_it(mon
     finally:
         xp._ns = None  # rebuild with the real rules for the other tests
         ag.namespace("numpy")
+
+
+@pytest.mark.parametrize("op", [lambda x: -x, lambda x: x * 3.0, lambda x: 2.0 - x],
+                         ids=["negative", "multiply", "subtract"])
+def test_gradients_of_0d_values_are_arrays_not_numpy_scalars(op):
+    """NumPy's 0-d arithmetic returns numpy.float64; .grad must still hold an array."""
+    x = ag.Variable(np.asarray(2.0), requires_grad=True)
+    y = op(x)
+    y.retain_grad()
+    y.backward()
+    assert type(x.grad.data) is np.ndarray and x.grad.data.shape == ()
+    assert type(y.grad.data) is np.ndarray
