@@ -228,23 +228,24 @@ class AccumulateGrad:
         return "AccumulateGrad"
 
     def apply(self, grads, create_graph, retain_graph):
-        from ._variable import Variable
-
         variable = self.variable
         grad = grads[0]
         backend = variable._backend
+        make = variable._make
         if variable._hooks:
             grad = _run_hooks(variable._hooks, grad, backend, create_graph)
         old = variable._grad
         if create_graph:
-            grad = grad if isinstance(grad, Variable) else Variable._make(grad, backend, None, 0, False)
+            from ._variable import Variable
+
+            grad = grad if isinstance(grad, Variable) else make(grad, backend, None, 0, False)
             variable._grad = grad if old is None else old + grad
         elif old is None:
             if not _unshared(grad):  # a view, or held elsewhere (another gradient, the seed)
                 grad = backend.raw.asarray(grad, copy=True)
-            variable._grad = Variable._make(grad, backend, None, 0, False)
+            variable._grad = make(grad, backend, None, 0, False)
         elif old.grad_fn is not None or old._requires_grad:
-            variable._grad = Variable._make(old.data + grad, backend, None, 0, False)
+            variable._grad = make(old.data + grad, backend, None, 0, False)
         else:
             old.data = old.data + grad
         return None
