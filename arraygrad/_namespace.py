@@ -102,8 +102,10 @@ class _Recorder:
                     "the shape known first (dask: .compute_chunk_sizes()).")
         versions = []
         saved = []
-        for kind, index in rule.sources:
-            if kind == "input":
+        for (kind, index), readers in zip(rule.sources, rule.users):
+            if readers is not None and all(edges[i] is None for i in readers):
+                saved.append(None)  # only the gradient of an input that needs none reads it
+            elif kind == "input":
                 saved.append(raw_inputs[index])
                 _note_version(inputs[index], versions)
             elif kind == "inputs":
@@ -257,6 +259,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
     """A faster path for two-argument elementwise functions and operators (``x * y``, ``2 * x``)."""
     backend, rule = recorder.backend, recorder.rule
     sources = rule.sources
+    users = [range(2) if readers is None else readers for readers in rule.users]
     coerce = backend.coerce
     unwrap = recorder.unwrap
 
@@ -273,8 +276,10 @@ def _binary_fast(recorder, raw_function, reflected=False):
             return _make(out, backend, None, 0, False)
         saved = []
         versions = []
-        for kind, index in sources:
-            if kind == "ans":
+        for (kind, index), readers in zip(sources, users):
+            if not ((needs_a and 0 in readers) or (needs_b and 1 in readers)):
+                saved.append(None)  # only the gradient of an input that needs none reads it
+            elif kind == "ans":
                 saved.append(out)
             elif kind == "input":
                 saved.append(rb if index else ra)

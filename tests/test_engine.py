@@ -156,3 +156,29 @@ def test_gradients_of_0d_values_are_arrays_not_numpy_scalars(op):
     y.backward()
     assert type(x.grad.data) is np.ndarray and x.grad.data.shape == ()
     assert type(y.grad.data) is np.ndarray
+
+
+def test_an_op_saves_only_what_the_gradients_it_will_compute_need():
+    """y = h * 3.0 needs only 3.0 for h's gradient: h's values are not kept alive by y's graph
+    (PyTorch saves self only when the other operand needs a gradient)."""
+    import weakref
+
+    x = ag.Variable(np.ones(1000), requires_grad=True)
+    h = x * 2.0
+    kept = weakref.ref(h.data)
+    y = h * 3.0
+    del h
+    gc.collect()
+    assert kept() is None, "y's graph keeps h's values although no gradient needs them"
+    ag.namespace("numpy").sum(y).backward()
+    np.testing.assert_allclose(x.grad.data, np.full(1000, 6.0))
+    # When the other operand needs a gradient, the values are kept for it.
+    w = ag.Variable(np.full(1000, 3.0), requires_grad=True)
+    h = x * 2.0
+    kept = weakref.ref(h.data)
+    y = h * w
+    del h
+    gc.collect()
+    assert kept() is not None
+    ag.namespace("numpy").sum(y).backward()
+    np.testing.assert_allclose(w.grad.data, np.full(1000, 2.0))

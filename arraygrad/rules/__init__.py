@@ -44,7 +44,7 @@ class Rule:
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers")
+                 "pickers", "users")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1):
@@ -73,6 +73,9 @@ class Rule:
         self.sources = tuple(self._source(item) for item in saves)
         # Per VJP: a function taking the saved values to that VJP's positional arguments.
         self.pickers = tuple(_picker(index) for index in self.index)
+        # Per saved value: the arguments whose VJP or JVP reads it (None: any argument). The
+        # namespace saves it only if one of them requires grad, as PyTorch does.
+        self.users = tuple(self._users(k) for k in range(len(saves)))
         if joint is None and self.vjps is not None and len(self.vjps) != len(self.arrays):
             raise TypeError(f"rule {name!r}: {len(self.vjps)} VJPs for the "
                             f"{len(self.arrays)} array arguments {self.arrays}")
@@ -106,6 +109,12 @@ class Rule:
         if self.sequence:
             return (kind + "s", 0)
         return (kind, self.arrays.index(base))
+
+    def _users(self, k):
+        if self.joint is not None or self.sequence or self.jvps in (LINEAR, TRANSPOSE):
+            return None
+        return frozenset(i for indexes in (self.index, self.jvp_index)
+                         for i, index in enumerate(indexes) if index is None or k in index)
 
     def __repr__(self):
         return f"<Rule {self.name}>"
