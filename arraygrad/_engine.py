@@ -147,18 +147,12 @@ class Node:
 def run_vjps(rule, xp, g, saved, params, edges, owned=False):
     """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others.
 
-    ``owned``: ``g`` is the engine's own temporary, which the last VJP to read it may overwrite
-    (``rules.times``) unless an earlier one returned it or a view of it.
+    ``owned``: ``g`` is the engine's own temporary, which the last per-argument VJP to read it
+    may overwrite (``rules.times``) unless an earlier one returned it or a view of it.
     """
-    if rule.joint is not None:
-        vjp, args = rule.joint, rule.pickers[0](saved)
-        options = _options(params, rule.keywords[0]) if params else {}
-        if owned:
-            _scratch.grad = g
-        try:
-            return list(vjp(xp, g, *args, **options))
-        finally:
-            _scratch.grad = None
+    if rule.joint is not None:  # it reads g for several results: never let it overwrite g
+        return list(rule.joint(xp, g, *rule.pickers[0](saved),
+                               **(_options(params, rule.keywords[0]) if params else {})))
     vjps = rule.vjps
     results = []
     if owned:  # only the last VJP called may overwrite g

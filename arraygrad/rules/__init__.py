@@ -233,7 +233,8 @@ def times(g, d):
     """``g * d`` for a VJP, without a new array where none is needed: computed in place in
     ``g`` (when the engine allows it), ``d`` itself when ``g`` is a broadcast 1, or computed in
     place in ``d`` when ``d`` is a fresh temporary passed as an expression (``times(g,
-    xp.cos(x))``), always keeping the shape and dtype of ``g * d``."""
+    xp.cos(x))``), always keeping the shape and dtype of ``g * d``. A VJP calls it at most once,
+    as its last use of ``g`` and of ``d``; joint VJPs never get a ``g`` they may overwrite."""
     if g is _scratch.grad:  # overwritable(g)
         if d.__class__ in _REAL_SCALARS or (
                 d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
