@@ -27,7 +27,7 @@ DEFAULT_TOLERANCES = {
 """``(rtol, atol)`` per dtype for backends whose plugin gives none."""
 
 DEFAULT_CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "float64": True,
-                        "host_reads": True}
+                        "host_reads": True, "reuse_unshared": False}
 """Capabilities assumed for backends whose plugin does not mention them."""
 
 
@@ -234,6 +234,9 @@ class _Registry:
 
     def _forget_answers(self):
         """Drop the cached answers of plugins (owners, coercions): the plugins changed."""
+        from .rules import forget_reusable_types
+
+        forget_reusable_types()
         self._by_type.clear()
         for backend in self.backends.values():
             backend._plain_types.clear()

@@ -112,7 +112,10 @@ def arraygrad_tolerances(backend: str, dtype: str) -> tuple[float, float] | None
 @hookspec(firstresult=True)
 def arraygrad_capabilities(backend: str) -> dict[str, bool] | None:
     """Return what ``backend`` can do, as flags: ``inplace`` (arrays are mutable),
-    ``data_dependent_shapes`` (boolean masks, ``nonzero``, ``unique_*``), ``float64``.
+    ``data_dependent_shapes`` (boolean masks, ``nonzero``, ``unique_*``), ``float64``,
+    ``host_reads`` (reading a value on the host is cheap), ``reuse_unshared`` (arrays have
+    NumPy's ``base``, ``None`` exactly when an array owns its memory, so backward may overwrite
+    one that nothing else refers to).
 
     Missing flags take the defaults of :data:`arraygrad.DEFAULT_CAPABILITIES`.
 

@@ -74,5 +74,5 @@ def arraygrad_capabilities(backend):
     if backend == NAME:
         # host_reads: a rule that reads values (bool(...)) would copy from the GPU.
         return {"inplace": True, "data_dependent_shapes": True, "float64": True,
-                "host_reads": False}
+                "host_reads": False, "reuse_unshared": True}
     return None

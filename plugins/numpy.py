@@ -59,5 +59,6 @@ def arraygrad_version(backend):
 @hookimpl
 def arraygrad_capabilities(backend):
     if backend == NAME:
-        return {"inplace": True, "data_dependent_shapes": True, "float64": True}
+        return {"inplace": True, "data_dependent_shapes": True, "float64": True,
+                "reuse_unshared": True}
     return None

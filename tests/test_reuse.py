@@ -155,3 +155,31 @@ def test_a_held_output_is_copied_not_reused(rng):
     np.testing.assert_array_equal(e.data, before)
     assert not np.shares_memory(variable.grad.data, e.data)
     np.testing.assert_allclose(variable.grad.data, -before, rtol=1e-15)
+
+
+def test_only_backends_that_declare_reuse_unshared_have_arrays_reused(monkeypatch):
+    """An array type with NumPy's ``base`` is reused only if its backend says its ``base``
+    means what NumPy's does (capability ``reuse_unshared``)."""
+    import types
+
+    from arraygrad import _plugins
+
+    class Mine(np.ndarray):
+        pass
+
+    plugin = types.SimpleNamespace(
+        arraygrad_backends=ag.hookimpl(lambda: ["mine"]),
+        arraygrad_owns=ag.hookimpl(lambda array: "mine" if isinstance(array, Mine) else None))
+    registry = _plugins._Registry()
+    monkeypatch.setattr(_plugins, "registry", registry)
+    registry.register(plugin)
+    try:
+        rules.forget_reusable_types()
+        mine, plain = Mine((3,)), np.zeros(3)
+        assert mine.base is None and plain.base is None
+        assert not rules.private(mine, 100)
+        assert rules.private(plain, 100) == rules._EXACT_REFCOUNTS
+        assert ag.get_backend("numpy").capabilities()["reuse_unshared"]
+        assert not registry.get("mine").capabilities()["reuse_unshared"]
+    finally:
+        rules.forget_reusable_types()

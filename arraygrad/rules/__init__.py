@@ -185,10 +185,34 @@ before 3.14, whose interpreter may borrow references. Elsewhere nothing is reuse
 
 def private(array, references: int) -> bool:
     """Whether ``array`` owns its memory (NumPy's ``base is None``) and has at most
-    ``references`` references, so that nothing else can see it being overwritten. Arrays of
-    libraries without ``base`` never qualify."""
-    return (_EXACT_REFCOUNTS and getattr(array, "base", False) is None
+    ``references`` references, so that nothing else can see it being overwritten. Only arrays
+    of backends with the capability ``reuse_unshared`` qualify."""
+    return (_EXACT_REFCOUNTS and reusable(array) and array.base is None
             and sys.getrefcount(array) <= references)
+
+
+def reusable(array) -> bool:
+    """Whether ``array``'s backend has the capability ``reuse_unshared`` (cached per type)."""
+    answer = _reusable_types.get(array.__class__)
+    if answer is None:
+        answer = _reusable_types[array.__class__] = _reusable(array)
+    return answer
+
+
+_reusable_types: dict = {}  # {array type: whether its backend has reuse_unshared}
+
+
+def _reusable(array) -> bool:
+    from .._plugins import registry
+
+    backend = registry.of(array)
+    return (backend is not None and hasattr(array, "base")
+            and backend.capabilities()["reuse_unshared"])
+
+
+def forget_reusable_types():
+    """Drop the cached answers of ``private``: the registered backends changed."""
+    _reusable_types.clear()
 
 
 class _scratch:
@@ -221,9 +245,8 @@ def large(a) -> bool:
 def _broadcast_one(g) -> bool:
     """Whether ``g`` is a large broadcast of the number 1 (what ``sum`` sends back from a
     scalar loss): multiplying by it changes nothing, so it can be skipped."""
-    strides = getattr(g, "strides", None)
-    return (strides is not None and g.size >= ONES_MIN_SIZE and g.ndim > 0 and not any(strides)
-            and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
+    return (_EXACT_REFCOUNTS and reusable(g) and g.size >= ONES_MIN_SIZE and g.ndim > 0
+            and not any(g.strides) and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
 
 
 _REAL_SCALARS = (int, float)
