@@ -304,8 +304,18 @@ def run_one(backend, case, dtype, seed=0, reference=None, known=None) -> Result:
 
 
 def progress_bar(stream=sys.stderr):
-    """A one-line progress bar on ``stream``."""
+    """A one-line progress bar on a terminal; elsewhere (a CI log) a line per tenth done."""
+    terminal = getattr(stream, "isatty", lambda: False)()
+    shown = [-1]
+
     def show(done, total, label):
+        if not terminal:
+            tenth = 10 * done // max(total, 1)
+            if tenth != shown[0]:
+                shown[0] = tenth
+                stream.write(f"{done}/{total} case runs ({10 * tenth}%)\n")
+                stream.flush()
+            return
         width = 30
         filled = width * done // max(total, 1)
         stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:50]:<50}")

@@ -177,6 +177,23 @@ def small_run():
     return runner.run(["numpy", "array_api_strict"], "exp*", None, 0)
 
 
+def test_progress_is_a_bar_on_a_terminal_and_ten_lines_in_a_log():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    log, terminal = io.StringIO(), Terminal()
+    for stream in (log, terminal):
+        show = runner.progress_bar(stream)
+        for done in range(1001):
+            show(done, 1000, "numpy sin[2d] float64")
+    assert log.getvalue().splitlines()[-1] == "1000/1000 case runs (100%)"
+    assert len(log.getvalue().splitlines()) == 11 and "\r" not in log.getvalue()
+    assert terminal.getvalue().count("\r") == 1001 and terminal.getvalue().endswith("\n")
+
+
 def test_json_report_is_versioned_and_complete(small_run, tmp_path):
     results, unavailable = small_run
     path = tmp_path / "report.json"
