@@ -114,8 +114,8 @@ def arraygrad_capabilities(backend: str) -> dict[str, bool] | None:
     """Return what ``backend`` can do, as flags: ``inplace`` (arrays are mutable),
     ``data_dependent_shapes`` (boolean masks, ``nonzero``, ``unique_*``), ``float64``,
     ``host_reads`` (reading a value on the host is cheap), ``reuse_unshared`` (arrays have
-    NumPy's ``base``, ``None`` exactly when an array owns its memory, so backward may overwrite
-    one that nothing else refers to).
+    NumPy's ``base``, ``None`` exactly when an array owns its memory, and ``flags.writeable``,
+    so backward may overwrite one that nothing else refers to).
 
     Missing flags take the defaults of :data:`arraygrad.DEFAULT_CAPABILITIES`.
 

@@ -183,3 +183,16 @@ def test_only_backends_that_declare_reuse_unshared_have_arrays_reused(monkeypatc
         assert not registry.get("mine").capabilities()["reuse_unshared"]
     finally:
         rules.forget_reusable_types()
+
+
+def test_read_only_constants_are_never_written_to(rng):
+    """d sum(x * c) / dx is c itself: two read-only constants become gradients that meet in
+    x's buffer, which must add them into a new array, not into a read-only one."""
+    def read_only(value):
+        array = np.full(LARGE, value)
+        array.flags.writeable = False
+        return array
+
+    x = ag.Variable(rng.standard_normal(LARGE), requires_grad=True)
+    (xp.sum(x * read_only(2.0)) + xp.sum(x * read_only(3.0))).backward()
+    np.testing.assert_array_equal(x.grad.data, np.full(LARGE, 5.0))

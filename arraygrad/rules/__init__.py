@@ -184,11 +184,12 @@ before 3.14, whose interpreter may borrow references. Elsewhere nothing is reuse
 
 
 def private(array, references: int) -> bool:
-    """Whether ``array`` owns its memory (NumPy's ``base is None``) and has at most
-    ``references`` references, so that nothing else can see it being overwritten. Only arrays
-    of backends with the capability ``reuse_unshared`` qualify."""
+    """Whether ``array`` owns its memory (NumPy's ``base is None``), is writeable and has at
+    most ``references`` references, so that nothing else can see it being overwritten. Only
+    arrays of backends with the capability ``reuse_unshared`` qualify."""
     return (_EXACT_REFCOUNTS and reusable(array) and array.base is None
-            and sys.getrefcount(array) <= references)
+            and sys.getrefcount(array) <= references
+            and getattr(array.flags, "writeable", True))  # CuPy arrays are always writeable
 
 
 def reusable(array) -> bool:
