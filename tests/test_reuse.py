@@ -40,6 +40,8 @@ FUNCTIONS = {
     "broadcast_row": lambda x, w: xp.reshape(x, (4, -1)) * w[:4, None],
     "tanh_mlp_like": lambda x, w: xp.tanh(x * w) * xp.tanh(x),
     "mean_not_sum": lambda x, w: xp.exp(x) * xp.mean(x),
+    "reciprocal_derivatives": lambda x, w: (xp.atan(x) + xp.asinh(x) + xp.log2(x + 1.0)
+                                            + xp.acos(x * 0.5) + xp.atanh(x * 0.5)),
 }
 
 

@@ -274,6 +274,17 @@ def times(g, d):
     return g * d
 
 
+def reciprocal(d):
+    """``1 / d`` for a derivative, computed in place when ``d`` is a large fresh temporary passed
+    as an expression (``reciprocal(1 + x)``): one allocation and one pass fewer."""
+    # d's references: this argument, private's, getrefcount's. private() admits NumPy-like
+    # arrays only, whose power with exponent -1 is the reciprocal 1 / d.
+    if large(d) and private(d, 3) and d.dtype.kind in "fc":
+        d **= -1
+        return d
+    return 1 / d
+
+
 def no_rule(name: str) -> Rule:
     """A placeholder rule for a function nobody wrote a rule for: backward through it raises."""
     return Rule(name, (), None)

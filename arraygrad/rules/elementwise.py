@@ -9,31 +9,32 @@ Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
 import cmath
 import math
 
-from . import LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable, times
+from . import (LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable,
+               reciprocal, times)
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
     "exp": lambda xp, ans: ans,
     "expm1": lambda xp, ans: ans + 1,
     "log": lambda xp, x: 1 / x,
-    "log1p": lambda xp, x: 1 / (1 + x),
-    "log2": lambda xp, x: 1 / (x * math.log(2)),
-    "log10": lambda xp, x: 1 / (x * math.log(10)),
+    "log1p": lambda xp, x: reciprocal(1 + x),
+    "log2": lambda xp, x: reciprocal(x * math.log(2)),
+    "log10": lambda xp, x: reciprocal(x * math.log(10)),
     "sqrt": lambda xp, ans: 0.5 / ans,
     "square": lambda xp, x: 2 * x,
     "reciprocal": lambda xp, ans: -(ans * ans),
     "sin": lambda xp, x: xp.cos(x),
     "cos": lambda xp, x: -xp.sin(x),
     "tan": lambda xp, ans: 1 + ans * ans,
-    "asin": lambda xp, x: 1 / xp.sqrt(1 - x * x),
-    "acos": lambda xp, x: -1 / xp.sqrt(1 - x * x),
-    "atan": lambda xp, x: 1 / (1 + x * x),
+    "asin": lambda xp, x: reciprocal(xp.sqrt(1 - x * x)),
+    "acos": lambda xp, x: reciprocal(-xp.sqrt(1 - x * x)),
+    "atan": lambda xp, x: reciprocal(1 + x * x),
     "sinh": lambda xp, x: xp.cosh(x),
     "cosh": lambda xp, x: xp.sinh(x),
     "tanh": lambda xp, ans: 1 - ans * ans,
-    "asinh": lambda xp, x: 1 / xp.sqrt(x * x + 1),
-    "acosh": lambda xp, x: 1 / (xp.sqrt(x - 1) * xp.sqrt(x + 1)),
-    "atanh": lambda xp, x: 1 / (1 - x * x),
+    "asinh": lambda xp, x: reciprocal(xp.sqrt(x * x + 1)),
+    "acosh": lambda xp, x: reciprocal(xp.sqrt(x - 1) * xp.sqrt(x + 1)),
+    "atanh": lambda xp, x: reciprocal(1 - x * x),
 }
 
 for _name, _derivative in UNARY.items():
