@@ -46,7 +46,7 @@ FUNCTIONS = {
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, name, rng):
+def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, monkeypatch, name, rng):
     """sum(f(x)) starts backward with a broadcast 1 and fresh temporaries all along: every path
     of times() is taken, and the gradients must match central differences."""
     function = FUNCTIONS[name]
@@ -55,10 +55,21 @@ def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, name, rn
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     with_reuse = variable.grad.data
-    rules.REUSE_MIN_SIZE = rules.ONES_MIN_SIZE = 1 << 62  # the same backward, reusing nothing
+    monkeypatch.setattr(rules, "REUSE_MIN_SIZE", 1 << 62)  # the same backward, reusing nothing
+    monkeypatch.setattr(rules, "ONES_MIN_SIZE", 1 << 62)
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     np.testing.assert_array_equal(with_reuse, variable.grad.data)
+
+
+def test_the_conformance_suite_passes_with_reuse_on_every_size(reuse_everywhere):
+    """Every differentiable function of the standard, every variant, with reuse on arrays of
+    any size: the suite's small arrays take the in-place paths too."""
+    from arraygrad.conformance import runner
+
+    results, unavailable = runner.run(["numpy"])
+    assert not unavailable and len(results) > 600
+    assert not [(r.case.id, r.dtype) for r in results if r.status == "fail"]
 
 
 def test_values_the_user_holds_never_change(rng):
