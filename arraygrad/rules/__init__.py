@@ -189,7 +189,7 @@ def private(array, references: int) -> bool:
     arrays of backends with the capability ``reuse_unshared`` qualify."""
     return (_EXACT_REFCOUNTS and reusable(array) and array.base is None
             and sys.getrefcount(array) <= references
-            and getattr(array.flags, "writeable", True))  # CuPy arrays are always writeable
+            and getattr(array.flags, "writeable", True))  # no such flag: always writeable
 
 
 def reusable(array) -> bool:
