@@ -2,9 +2,6 @@
 the plugin, immutable arrays (the ``arraygrad_set_index`` hook, in-place operators by rebinding
 ``.data``), float64 gradient checks, agreement with NumPy, moving leaves, mixing errors."""
 
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -126,19 +123,3 @@ def test_to_moves_a_leaf_between_numpy_jax_and_torch():
     t = j.detach().to("torch")  # DLPack between the two libraries
     assert isinstance(t.data, torch.Tensor) and t.dtype == torch.float64
     assert t.to(NAME).backend == NAME
-
-
-def test_loading_the_plugin_does_not_import_jax():
-    script = textwrap.dedent("""
-        import sys
-        import numpy as np
-        import arraygrad as ag
-        ag.registry.ensure_loaded()
-        assert "jax" in ag.registry.backends, sorted(ag.registry.backends)
-        x = ag.Variable(np.ones(3), requires_grad=True)
-        ag.namespace("numpy").sum(x * x).backward()
-        assert "jax" not in sys.modules, "the jax plugin imported jax eagerly"
-        print("ok")
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import textwrap
 import types
 
 import numpy as np
@@ -81,6 +82,25 @@ def test_register_backend_at_run_time_and_name_clashes(monkeypatch):
         registry.register(_stub_plugin("extra"))
     with pytest.raises(ag.BackendError, match="no backend named 'missing'"):
         registry.get("missing")
+
+
+@pytest.mark.parametrize("library", ["torch", "jax", "dask", "cupy"])
+def test_loading_a_plugin_does_not_import_its_library(library):
+    """Plugins import their library on first use, so an installed but slow (or broken) library
+    costs nothing to a user of another backend."""
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import arraygrad as ag
+        ag.registry.ensure_loaded()
+        assert {library!r} in ag.registry.backends, sorted(ag.registry.backends)
+        x = ag.Variable(np.ones(3), requires_grad=True)
+        ag.namespace("numpy").sum(x * x).backward()
+        assert {library!r} not in sys.modules, "the {library} plugin imported {library} eagerly"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 def test_unowned_objects_give_a_clear_error():
