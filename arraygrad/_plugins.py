@@ -132,9 +132,10 @@ class Backend:
     def to_numpy(self, array):
         result = self._ask(self._hook.arraygrad_to_numpy, array=array)
         if result is None:
-            import numpy
-
-            result = numpy.asarray(array)
+            raise BackendError(
+                f"no plugin converts arrays of backend {self.name!r} to NumPy: implement the hook "
+                "arraygrad_to_numpy in its plugin (the NumPy plugin converts any array that "
+                "numpy.asarray accepts, when it is installed)")
         return result
 
     def tolerances(self, dtype: str) -> tuple[float, float]:

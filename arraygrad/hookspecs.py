@@ -81,6 +81,7 @@ def arraygrad_set_index(backend: str, array: Any, key: Any, value: Any) -> Any:
 @hookspec(firstresult=True)
 def arraygrad_to_numpy(backend: str, array: Any) -> Any:
     """Return a NumPy array on the host holding the values of ``array`` (for comparisons only).
+    The NumPy plugin answers last for every backend with ``numpy.asarray(array)``.
 
     Calling stops at the first non-``None`` result.
     """

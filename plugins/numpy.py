@@ -47,6 +47,15 @@ def arraygrad_to_numpy(backend, array):
     return None
 
 
+@hookimpl(trylast=True, specname="arraygrad_to_numpy")
+def any_array_to_numpy(backend, array):
+    """The fallback for backends whose plugin has no conversion: what ``numpy.asarray`` makes
+    of the array (the buffer protocol, ``__array__``, DLPack)."""
+    import numpy
+
+    return numpy.asarray(array)
+
+
 @hookimpl
 def arraygrad_version(backend):
     if backend == NAME:

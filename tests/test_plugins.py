@@ -103,6 +103,16 @@ def test_loading_a_plugin_does_not_import_its_library(library):
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
+def test_to_numpy_falls_back_to_the_numpy_plugin_and_else_says_which_hook_is_missing(
+        monkeypatch):
+    registry = _fake_entry_points(monkeypatch, {"plain": lambda: _stub_plugin("plain")})
+    with pytest.raises(ag.BackendError, match="arraygrad_to_numpy"):
+        registry.get("plain").to_numpy([1.0, 2.0])
+    registry.register(__import__("arraygrad_plugins.numpy", fromlist=["x"]))
+    converted = registry.get("plain").to_numpy([1.0, 2.0])
+    assert isinstance(converted, np.ndarray) and converted.tolist() == [1.0, 2.0]
+
+
 def test_unowned_objects_give_a_clear_error():
     with pytest.raises(ag.BackendError, match="no registered backend owns"):
         ag.Variable(object())
