@@ -165,16 +165,20 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False):
         if edge is None or vjp is None:
             results.append(None)
             continue
+        args = pick(saved)
+        options = _options(params, keywords) if params else _NO_OPTIONS
         if i == last and not _returned(results, g):
             _scratch.grad = g
-        try:
-            if params:
-                results.append(vjp(xp, g, *pick(saved), **_options(params, keywords)))
-            else:
-                results.append(vjp(xp, g, *pick(saved)))
-        finally:
-            _scratch.grad = None
+            try:
+                results.append(vjp(xp, g, *args, **options))
+            finally:
+                _scratch.grad = None
+        else:
+            results.append(vjp(xp, g, *args, **options))
     return results
+
+
+_NO_OPTIONS: dict = {}
 
 
 def _returned(results, g) -> bool:
@@ -349,34 +353,26 @@ def backward(roots, retain_graph, create_graph, capture=None):
             edges = node.edges
             results = grad = None  # no stray reference may keep a gradient from being reused
             grads = buffers.pop(node, None)
-            if grads is not None:
+            if grads is not None:  # else no gradient reached it: its inputs get none from it
                 if node.__class__ is Node and (node.pre_hooks or node.retained):
                     grads = _node_hooks(node, grads, create_graph)
                 if capture is not None and _captured(capture, node, grads):
                     continue
                 results = node.apply(grads, create_graph, retain_graph)
-                for i, edge in enumerate(edges):
-                    if edge is None:
-                        continue
-                    child = edge[0]
+            for i, edge in enumerate(edges):
+                if edge is None:
+                    continue
+                child = edge[0]
+                if results is not None and results[i] is not None:
                     grad = results[i]
-                    if grad is not None:
-                        if child.n_outputs == 1 and child not in buffers:
-                            buffers[child] = [grad]  # the common case of _accumulate
-                        else:
-                            _accumulate(buffers, child, edge[1], grad)
-                    remaining = dependencies[child] - 1
-                    dependencies[child] = remaining
-                    if remaining == 0:
-                        ready.append(child)
-            else:  # no gradient reached this node: its inputs get none from it either
-                for edge in edges:
-                    if edge is not None:
-                        child = edge[0]
-                        remaining = dependencies[child] - 1
-                        dependencies[child] = remaining
-                        if remaining == 0:
-                            ready.append(child)
+                    if child.n_outputs == 1 and child not in buffers:
+                        buffers[child] = [grad]  # the common case of _accumulate
+                    else:
+                        _accumulate(buffers, child, edge[1], grad)
+                remaining = dependencies[child] - 1
+                dependencies[child] = remaining
+                if remaining == 0:
+                    ready.append(child)
     finally:
         state.enabled = previous
     return capture

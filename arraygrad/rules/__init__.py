@@ -216,18 +216,18 @@ def forget_reusable_types():
     _reusable_types.clear()
 
 
-class _scratch:
+class _Scratch:
     """The gradient that the running VJP may overwrite, set by the engine around the call. One
     for all threads: it names an array only its own backward can reach, so another thread's
     VJP never holds it, and a race only loses a reuse."""
 
-    grad = None
+    __slots__ = ("grad",)
+
+    def __init__(self):
+        self.grad = None
 
 
-def overwritable(g) -> bool:
-    """Whether the running VJP may write into its gradient ``g``: the engine says so when ``g``
-    is its own temporary, nothing else refers to it and this VJP is the last to read it."""
-    return g is _scratch.grad
+_scratch = _Scratch()
 
 
 REUSE_MIN_SIZE = 4096
@@ -259,7 +259,7 @@ def times(g, d):
     place in ``d`` when ``d`` is a fresh temporary passed as an expression (``times(g,
     xp.cos(x))``), always keeping the shape and dtype of ``g * d``. A VJP calls it at most once,
     as its last use of ``g`` and of ``d``; joint VJPs never get a ``g`` they may overwrite."""
-    if g is _scratch.grad:  # overwritable(g)
+    if g is _scratch.grad:  # the engine lets this VJP overwrite g
         if d.__class__ in _REAL_SCALARS or (
                 d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
             g *= d
