@@ -11,36 +11,25 @@ from __future__ import annotations
 import weakref
 
 from . import _grad_mode
-from .errors import BackwardError, GradientError, InplaceError, NoRuleError
+from .errors import BackwardError, GradientError, NoRuleError
 from .rules import _scratch, is_complex, is_complex_dtype, large, private
 
 _FREED = object()
 
 
-class Version:
-    """A Variable's version counter: bumped by every in-place operation on it."""
-
-    __slots__ = ("value", "last_op")
-
-    def __init__(self):
-        self.value = 0
-        self.last_op = ""
-
-
 class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
-    __slots__ = ("rule", "backend", "edges", "meta", "saved", "params", "versions",
-                 "n_outputs", "pre_hooks", "retained", "__weakref__")
+    __slots__ = ("rule", "backend", "edges", "meta", "saved", "params", "n_outputs", "pre_hooks",
+                 "retained", "__weakref__")
 
-    def __init__(self, rule, backend, edges, meta, saved, params, versions, n_outputs=1):
+    def __init__(self, rule, backend, edges, meta, saved, params, n_outputs=1):
         self.rule = rule
         self.backend = backend
         self.edges = edges  # per input: (node, output_nr), or None when it needs no gradient
         self.meta = meta  # per input: (shape, dtype) of the value, to fit gradients to
         self.saved = saved
         self.params = params
-        self.versions = versions  # ((Version, value at save), ...) of the saved Variables
         self.n_outputs = n_outputs
         self.pre_hooks = None  # {output_nr: [hook, ...]} from Variable.register_hook
         self.retained = None  # {output_nr: weakref to a Variable that called retain_grad()}
@@ -62,9 +51,6 @@ class Node:
         rule = self.rule
         if saved is _FREED or rule.vjps is None:
             raise self._cannot_run()
-        for version, expected in self.versions:
-            if version.value != expected:
-                raise self._modified(version, expected)
         if create_graph:
             xp = self.backend.ns
             saved = self.saved_variables()
@@ -108,15 +94,6 @@ class Node:
             f"(backend {self.backend.name!r}). Detach its inputs if you do not need this "
             f"gradient, or add a rule to the module of its family in arraygrad/rules/ "
             f"(see defvjp there).")
-
-    def _modified(self, version, expected):
-        rule = self.rule
-        return InplaceError(
-            f"A value that {rule.display} needs for its gradient was modified by an "
-            f"in-place operation ({version.last_op}) after {rule.name} used it: it is at "
-            f"version {version.value}, expected {expected}. Compute on a copy instead "
-            "(for example y = x * 1, or xp.asarray(x, copy=True)), or modify it before "
-            f"calling {rule.name}.")
 
     def _zeros(self, xp, output_nr, device):
         shape, dtype = self.meta[len(self.edges) + output_nr]

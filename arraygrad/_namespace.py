@@ -13,11 +13,13 @@ import operator
 import types
 
 from . import _grad_mode, _standard
-from ._engine import Node, Version
+from ._engine import Node
 from ._plugins import registry
 from ._variable import Variable
 from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
+from .rules.creation import to_device as raw_to_device
+from .rules.special import SPECIAL
 
 _SCALARS = (bool, int, float, complex, type(None))
 _PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
@@ -26,8 +28,15 @@ _state = _grad_mode.state
 _make = Variable._make
 
 
-class Namespace(types.SimpleNamespace):
-    """A differentiable Array API namespace over one backend (``arraygrad.namespace(name)``)."""
+class Namespace(types.ModuleType):
+    """A differentiable Array API namespace over one backend (``arraygrad.namespace(name)``).
+
+    It behaves like the module it stands for: one object per backend, hashable by identity
+    (SciPy, array-api-extra and array-api-compat cache by namespace), with a ``__name__``."""
+
+    def __init__(self, name, backend):
+        super().__init__(name, f"The differentiable Array API namespace over {backend.name!r}.")
+        self._backend = backend
 
     def __repr__(self):
         return f"<arraygrad namespace over {self._backend.name!r}>"
@@ -35,6 +44,11 @@ class Namespace(types.SimpleNamespace):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name == "special" and "linalg" in vars(self):  # built on first use (imports SciPy)
+            special = _build_special(self._backend)
+            if special is not None:
+                self.special = special
+                return special
         raise AttributeError(
             f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
             f"the backend's own namespace does not provide it")
@@ -44,6 +58,23 @@ def mixed_backends(a, b, where):
     return BackendError(
         f"{where}: cannot mix Variables or arrays of backend {a.name!r} and backend {b.name!r} "
         "in one operation; move one of them first (Variable.to(backend)) so both match")
+
+
+def foreign_constant(backend, owner, value, where):
+    """A raw array or scalar of another library, taken as a constant as the backend's own
+    functions take it: a scalar (NumPy's ``int64`` in a shape, an axis, an index) becomes the
+    Python number it holds, an array is converted by the backend's ``asarray``. Only
+    Variables of two backends meeting in one operation are an error."""
+    if getattr(value, "ndim", None) == 0 and not hasattr(value, "__len__"):  # a NumPy scalar
+        return value.item()
+    try:
+        return backend.raw.asarray(value)
+    except Exception as exc:
+        raise BackendError(
+            f"{where}: a raw array of backend {owner.name!r} (shape {tuple(value.shape)}, dtype "
+            f"{value.dtype}) was given to an operation on backend {backend.name!r}, whose "
+            f"asarray() cannot take it ({type(exc).__name__}: {exc}). Convert it first, "
+            f"e.g. with arraygrad.Variable(a).to({backend.name!r}).") from exc
 
 
 class _Recorder:
@@ -74,7 +105,7 @@ class _Recorder:
             return self.unwrap(value)  # a subclass
         owner = registry.of(value)
         if owner is not None and owner is not self.backend:
-            raise mixed_backends(self.backend, owner, self.name)
+            return foreign_constant(self.backend, owner, value, self.name)
         return value
 
     def record(self, inputs, raw_inputs, out, params):
@@ -100,25 +131,21 @@ class _Recorder:
                     f"{tuple(o.shape)} (a data-dependent shape, which this backend cannot "
                     "provide), so no gradient can flow through it. Detach its input, or make "
                     "the shape known first (dask: .compute_chunk_sizes()).")
-        versions = []
         saved = []
         for (kind, index), readers in zip(rule.sources, rule.users):
             if readers is not None and all(edges[i] is None for i in readers):
                 saved.append(None)  # only the gradient of an input that needs none reads it
             elif kind == "input":
                 saved.append(raw_inputs[index])
-                _note_version(inputs[index], versions)
             elif kind == "inputs":
                 saved.append(list(raw_inputs))
-                for v in inputs:
-                    _note_version(v, versions)
             elif kind == "ans":
                 saved.append(tuple(outs) if multiple else outs[0])
             elif kind == "shape":
                 saved.append(_shape(raw_inputs[index]))
             else:
                 saved.append([_shape(r) for r in raw_inputs])
-        node = Node(rule, backend, edges, meta, tuple(saved), params, tuple(versions),
+        node = Node(rule, backend, edges, meta, tuple(saved), params,
                     len(outs) if multiple else 1)
         results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
         for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
@@ -176,14 +203,6 @@ def _positional_options(name, rule, count):
             f"{', '.join(k + '=...' for k in keywords) or 'axis=...'}).")
 
 
-def _note_version(value, versions):
-    if value.__class__ is Variable:
-        version = value._version
-        if version is None:
-            version = value._version = Version()
-        versions.append((version, version.value))
-
-
 def _shape(value):
     return tuple(value.shape) if hasattr(value, "shape") else ()
 
@@ -230,9 +249,9 @@ def _one_array_fast(recorder):
         if args or kwargs:
             params = dict(zip(names, args))
             params.update(kwargs)
-        saved, versions = _save_unary(sources, x, data, out)
         node = Node(rule, backend, (x._edge,),
-                    ((data.shape, data.dtype), (out.shape, out.dtype)), saved, params, versions)
+                    ((data.shape, data.dtype), (out.shape, out.dtype)),
+                    _save_unary(sources, data, out), params)
         if not backend.is_inexact(out.dtype):  # astype(x, int32): no gradient flows
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
@@ -240,19 +259,11 @@ def _one_array_fast(recorder):
     return function
 
 
-def _save_unary(sources, x, data, out):
+def _save_unary(sources, data, out):
     if not sources:
-        return (), ()
-    saved, versions = [], []
-    for kind, _ in sources:
-        if kind == "ans":
-            saved.append(out)
-        elif kind == "input":
-            saved.append(data)
-            _note_version(x, versions)
-        else:
-            saved.append(tuple(data.shape))
-    return tuple(saved), tuple(versions)
+        return ()
+    return tuple(out if kind == "ans" else data if kind == "input" else tuple(data.shape)
+                 for kind, _ in sources)
 
 
 def _binary_fast(recorder, raw_function, reflected=False):
@@ -275,7 +286,6 @@ def _binary_fast(recorder, raw_function, reflected=False):
         if not ((needs_a or needs_b) and _state.enabled):
             return _make(out, backend, None, 0, False)
         saved = []
-        versions = []
         for (kind, index), readers in zip(sources, users):
             if not ((needs_a and 0 in readers) or (needs_b and 1 in readers)):
                 saved.append(None)  # only the gradient of an input that needs none reads it
@@ -283,14 +293,13 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 saved.append(out)
             elif kind == "input":
                 saved.append(rb if index else ra)
-                _note_version(b if index else a, versions)
             else:
                 saved.append(_shape(rb if index else ra))
         node = Node(rule, backend,
                     (a._edge if needs_a else None, b._edge if needs_b else None),
                     ((ra.shape, ra.dtype) if needs_a else None,
                      (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),
-                    tuple(saved), None, tuple(versions))
+                    tuple(saved), None)
         if not backend.is_inexact(out.dtype):
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
@@ -338,9 +347,9 @@ def _resolve(raw, name):
 def build_namespace(backend) -> Namespace:
     """Build the differentiable namespace of ``backend`` (called once per backend)."""
     raw = backend.raw
-    ns = Namespace(_backend=backend, __name__=f"arraygrad[{backend.name}]")
-    ns.linalg = Namespace(_backend=backend, __name__=f"arraygrad[{backend.name}].linalg")
-    ns.fft = Namespace(_backend=backend, __name__=f"arraygrad[{backend.name}].fft")
+    ns = Namespace(f"arraygrad[{backend.name}]", backend)
+    ns.linalg = Namespace(f"arraygrad[{backend.name}].linalg", backend)
+    ns.fft = Namespace(f"arraygrad[{backend.name}].fft", backend)
     ns.__array_api_version__ = getattr(raw, "__array_api_version__", "2024.12")
     for name in (*_standard.DTYPES, *_standard.CONSTANTS):
         if hasattr(raw, name):
@@ -371,6 +380,24 @@ def build_namespace(backend) -> Namespace:
     return ns
 
 
+def _build_special(backend):
+    """The differentiable ``special`` namespace of ``backend``, from its plugin's raw special
+    functions (SciPy's names), or None where it has none."""
+    raw_special = backend.raw_special
+    if raw_special is None:
+        return None
+    special = Namespace(f"arraygrad[{backend.name}].special", backend)
+    for name, rule in SPECIAL.items():
+        raw_function = getattr(raw_special, name, None)
+        if raw_function is not None:
+            recorder = _Recorder(backend, rule.name, raw_function, rule)
+            function = _one_array_fast(recorder) if _is_one_array(rule) else _calling(recorder)
+            function.__name__ = function.__qualname__ = name
+            function.__doc__ = getattr(raw_function, "__doc__", None)
+            setattr(special, name, function)
+    return special
+
+
 def _is_one_array(rule):
     return rule.vjps is not None and rule.arrays == ("x",) and rule.outputs == 1 and (
         not rule.sequence) and all(kind in ("ans", "input", "shape") for kind, _ in rule.sources)
@@ -391,6 +418,11 @@ def _install(ns, name, function, raw_function):
         setattr(getattr(ns, extension), short, function)
     else:
         setattr(ns, name, function)
+
+
+def _holds_variables(obj) -> bool:
+    return any(isinstance(part, Variable) or (isinstance(part, (list, tuple))
+                                              and _holds_variables(part)) for part in obj)
 
 
 def _install_specials(ns, backend, recorders):
@@ -414,11 +446,20 @@ def _install_specials(ns, backend, recorders):
             if device is not None:
                 result = result.to_device(device)
             return result
+        if isinstance(obj, (list, tuple)) and _holds_variables(obj):
+            return _stack_nested(obj, dtype, device)
         return _make(backend.coerce(raw_asarray(unwrap(obj), dtype=dtype, device=device, copy=copy)),
                      backend, None, 0, False)
 
+    def _stack_nested(obj, dtype, device):
+        # xp.asarray([a, b]) of Variables: stacked, so the graph is kept (never an object array).
+        parts = [asarray(part, device=device) for part in obj]
+        if dtype is None:
+            dtype = raw.result_type(*[part.data for part in parts])
+        return ns.stack([asarray(part, dtype=dtype) for part in parts])
+
     ns.asarray = asarray
-    getitem = _Recorder(backend, "__getitem__", lambda x, key: x[key], RULES["getitem"])
+    getitem = _Recorder(backend, "__getitem__", backend.get_index, RULES["getitem"])
 
     def _getitem(x, key):
         return getitem(x, key=key)
@@ -430,9 +471,6 @@ def _install_specials(ns, backend, recorders):
 
     def _setitem(x, key, value):
         return setitem(x, value, key=key)
-
-    def raw_to_device(x, device, stream=None):
-        return x.to_device(device, stream=stream) if stream is not None else x.to_device(device)
 
     to_device = _Recorder(backend, "to_device", raw_to_device, RULES["to_device"])
 

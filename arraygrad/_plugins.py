@@ -123,11 +123,25 @@ class Backend:
 
     def set_index(self, array, key, value):
         """``array`` (which arraygrad owns) with ``array[key] = value``."""
+        array = self.coerce(array)  # 0-d arithmetic gives NumPy scalars, which refuse assignment
         result = self._ask(self._hook.arraygrad_set_index, array=array, key=key, value=value)
         if result is None:
             array[key] = value
             return array
         return result
+
+    @property
+    def raw_special(self):
+        """The backend's raw special functions (``scipy.special`` names), or None."""
+        return self._ask(self._hook.arraygrad_special)
+
+    def get_index(self, array, key):
+        """``array[key]``, through the plugin where the library needs help with the key."""
+        hook = self._hook.arraygrad_get_index
+        if not hook.get_hookimpls():  # no plugin helps any library: the common case, fast
+            return array[key]
+        result = self._ask(hook, array=array, key=key)
+        return array[key] if result is None else result
 
     def to_numpy(self, array):
         result = self._ask(self._hook.arraygrad_to_numpy, array=array)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import warnings
 
-from . import _engine, _grad_mode
+from . import _engine, _grad_mode, _numpy_protocol
 from ._plugins import registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
 
@@ -43,8 +43,7 @@ class Variable:
     """
 
     __slots__ = ("data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
-                 "_version", "_hooks", "_retains_grad", "_accumulator", "__weakref__")
-    __array_ufunc__ = None  # NumPy defers to our reflected operators (ndarray + Variable)
+                 "_hooks", "_retains_grad", "_accumulator", "__weakref__")
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
@@ -77,7 +76,6 @@ class Variable:
         self._output_nr = 0
         self._requires_grad = False
         self._grad = None
-        self._version = None
         self._hooks = None
         self._retains_grad = False
         self._accumulator = None
@@ -94,7 +92,6 @@ class Variable:
         self._output_nr = output_nr
         self._requires_grad = requires_grad
         self._grad = None
-        self._version = None
         self._hooks = None
         self._retains_grad = False
         self._accumulator = None
@@ -316,8 +313,31 @@ class Variable:
         return Variable(data, requires_grad=self._requires_grad)
 
     def numpy(self):
-        """The values as a NumPy array on the host (a copy where the backend needs one)."""
+        """The values as a NumPy array on the host (a copy where the backend needs one).
+
+        Like torch's ``Tensor.numpy()``, it refuses a Variable that requires grad: the result
+        would silently leave the graph. Call ``.detach().numpy()`` to mean it."""
+        if self._requires_grad:
+            raise GradientError(
+                "cannot convert a Variable that requires grad to NumPy: the result would leave "
+                "the graph, and a gradient computed through it would be silently wrong. Use "
+                "v.detach().numpy() (or np.asarray(v.detach()), or v.data) if you mean to drop "
+                "the gradient; a library that converts to NumPy internally cannot be "
+                "differentiated through that path (see docs/interop.md).")
         return self._backend.to_numpy(self.data)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NEP 13: np.sin(v), ndarray + v, scipy.special.erf(v) record through the namespace.
+        return _numpy_protocol.array_ufunc(self._backend.ns, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        # NEP 18: np.mean(v), np.concatenate([v, w]), np.linalg.norm(v) record too.
+        return _numpy_protocol.array_function(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses.
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype, copy=False)
 
     # ------------------------------------------------------------------ array attributes
     @property
@@ -416,10 +436,10 @@ class Variable:
             raise InplaceError(
                 f"a leaf Variable that requires grad is used in an in-place operation ({op}). "
                 "Update parameters inside `with arraygrad.no_grad():`, or compute out of place "
-                "(y = x + 1).")
+                "(y = x + 1; with array-api-extra, at(x)[i].set(v, copy=True)).")
 
     def _inplace_assign(self, result, op):
-        """Make ``self`` take ``result``'s value and history, bumping its version counter."""
+        """Make ``self`` take ``result``'s value and history (copy-on-write)."""
         if isinstance(result, Variable):
             data, node, output_nr = result.data, result.grad_fn, result._output_nr
             requires_grad = result._requires_grad
@@ -428,14 +448,8 @@ class Variable:
         if data.dtype != self.data.dtype:
             raise TypeError(f"in-place {op} would change the dtype of a {self.data.dtype} "
                             f"Variable to {data.dtype}; compute out of place instead")
-        version = self._version
-        if version is not None:
-            version.value += 1
-            version.last_op = op
-            if node is not None and node.versions:
-                # The op itself saved the value before the change, and that array is never
-                # written (in-place ops are copy-on-write): it needs no version check.
-                node.versions = tuple((v, n) for v, n in node.versions if v is not version)
+        # Copy-on-write: the old array is never written, so whatever saved it for backward
+        # still holds the value it used, and no version counter is needed.
         self.data = data
         if node is not None or not self.is_leaf:
             self.grad_fn = node

@@ -22,7 +22,7 @@ class BackendUnavailable(ArraygradError, RuntimeError):
 
 
 class InplaceError(ArraygradError, RuntimeError):
-    """A value that backward needs was modified in place, or an in-place op is not allowed."""
+    """An in-place operation is not allowed (on a leaf that requires grad, outside no_grad)."""
 
 
 class NoRuleError(ArraygradError, NotImplementedError):

@@ -79,6 +79,30 @@ def arraygrad_set_index(backend: str, array: Any, key: Any, value: Any) -> Any:
 
 
 @hookspec(firstresult=True)
+def arraygrad_special(backend: str) -> Any:
+    """Return an object whose attributes are the library's special functions under SciPy's
+    names (``erf``, ``gammaln``, ``xlogy``...), on its raw arrays: ``scipy.special`` for NumPy,
+    an adapter of ``torch.special`` for torch. arraygrad builds the differentiable
+    ``xp.special`` from it, which SciPy's array-API mode calls; names it lacks are left out.
+
+    ``None`` means the backend has no special functions.
+
+    Calling stops at the first non-``None`` result.
+    """
+
+
+@hookspec(firstresult=True)
+def arraygrad_get_index(backend: str, array: Any, key: Any) -> Any:
+    """Return ``array[key]`` for a key the library's own ``__getitem__`` does not take but the
+    standard allows (torch: slices with a negative step).
+
+    ``None`` means the default, ``array[key]``.
+
+    Calling stops at the first non-``None`` result.
+    """
+
+
+@hookspec(firstresult=True)
 def arraygrad_to_numpy(backend: str, array: Any) -> Any:
     """Return a NumPy array on the host holding the values of ``array`` (for comparisons only).
     The NumPy plugin answers last for every backend with ``numpy.asarray(array)``.

@@ -136,3 +136,25 @@ def arraygrad_capabilities(backend):
         return {"inplace": True, "data_dependent_shapes": False, "float64": True,
                 "host_reads": False}
     return None
+
+
+class _Special:
+    """SciPy's special functions (NumPy ufuncs) applied elementwise to dask arrays, lazily."""
+
+    def __getattr__(self, name):
+        import dask.array
+        import scipy.special
+
+        ufunc = getattr(scipy.special, name)
+        return lambda *args: dask.array.core.elemwise(ufunc, *args)
+
+
+@hookimpl
+def arraygrad_special(backend):
+    if backend == NAME:
+        try:
+            import scipy.special  # noqa: F401
+        except ImportError:
+            return None
+        return _Special()
+    return None

@@ -75,3 +75,12 @@ def arraygrad_capabilities(backend):
         # runs eagerly: only jax.jit rules them out.
         return {"inplace": False, "data_dependent_shapes": True, "float64": True}
     return None
+
+
+@hookimpl
+def arraygrad_special(backend):
+    if backend == NAME:
+        import jax.scipy.special
+
+        return jax.scipy.special
+    return None

@@ -71,3 +71,14 @@ def arraygrad_capabilities(backend):
         return {"inplace": True, "data_dependent_shapes": True, "float64": True,
                 "reuse_unshared": True}
     return None
+
+
+@hookimpl
+def arraygrad_special(backend):
+    if backend == NAME:
+        try:
+            import scipy.special
+        except ImportError:  # SciPy is optional: no special functions then
+            return None
+        return scipy.special
+    return None

@@ -59,6 +59,55 @@ def arraygrad_to_numpy(backend, array):
     return None
 
 
+def _without_negative_steps(shape, key):
+    """``(axes, key')`` such that ``x[key] == flip(x, axes)[key']`` and ``key'`` has no negative
+    step (torch refuses them; the standard allows them). None if ``key`` has none."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if not any(isinstance(p, slice) and p.step is not None and p.step < 0 for p in parts):
+        return None
+    # Which axis of x each part indexes: None adds one, a boolean mask spans its ndim.
+    spans = [0 if p is None or p is Ellipsis else getattr(p, "ndim", 1)
+             if str(getattr(p, "dtype", "")) == "torch.bool" else 1 for p in parts]
+    if Ellipsis in parts:
+        at = parts.index(Ellipsis)
+        spans[at] = len(shape) - sum(spans)
+    axes, new, axis = [], [], 0
+    for part, span in zip(parts, spans):
+        if isinstance(part, slice) and part.step is not None and part.step < 0:
+            n = shape[axis]
+            chosen = range(n)[part]
+            axes.append(axis)
+            if len(chosen):  # the same elements, counted from the end of the flipped axis
+                part = slice(n - 1 - chosen[0], n - chosen[-1], -part.step)
+            else:
+                part = slice(0, 0)
+        new.append(part)
+        axis += span
+    return tuple(axes), tuple(new)
+
+
+@hookimpl
+def arraygrad_get_index(backend, array, key):
+    if backend == NAME:
+        fixed = _without_negative_steps(tuple(array.shape), key)
+        if fixed is not None:
+            axes, key = fixed
+            return array.flip(axes)[key]
+    return None
+
+
+@hookimpl
+def arraygrad_set_index(backend, array, key, value):
+    if backend == NAME:
+        fixed = _without_negative_steps(tuple(array.shape), key)
+        if fixed is not None:
+            axes, key = fixed
+            flipped = array.flip(axes)
+            flipped[key] = value
+            return flipped.flip(axes)
+    return None
+
+
 @hookimpl
 def arraygrad_version(backend):
     if backend == NAME:
@@ -80,3 +129,26 @@ def arraygrad_capabilities(backend):
     if backend == NAME:
         return {"inplace": True, "data_dependent_shapes": True, "float64": True}
     return None
+
+
+class _Special:
+    """``torch.special`` under SciPy's names (``psi`` is ``digamma``); names it lacks are
+    absent, so arraygrad leaves them out of ``xp.special``."""
+
+    def __getattr__(self, name):
+        import torch
+
+        function = getattr(torch.special, {"psi": "digamma"}.get(name, name))
+        if name not in ("gammainc", "gammaincc"):
+            return function
+
+        def with_tensors(a, x):  # these two take no Python number: make it a tensor like x
+            like = x if torch.is_tensor(x) else a
+            return function(torch.as_tensor(a, dtype=like.dtype, device=like.device),
+                            torch.as_tensor(x, dtype=like.dtype, device=like.device))
+        return with_tensors
+
+
+@hookimpl
+def arraygrad_special(backend):
+    return _Special() if backend == NAME else None

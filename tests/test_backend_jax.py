@@ -105,7 +105,16 @@ def test_mixing_backends_in_one_op_names_both():
     with pytest.raises(ag.BackendError, match="'numpy'.*'jax'"):
         n - j
     with pytest.raises(ag.BackendError, match="jax.*numpy"):
-        ag.namespace(NAME).matmul(j, np.ones(3))
+        ag.namespace(NAME).matmul(j, n)
+
+
+def test_raw_arrays_of_another_library_are_constants_as_in_jax():
+    # jnp.ones(3) * np.arange(3.) works in JAX: a raw NumPy array is a constant here too.
+    j = ag.Variable(jnp.arange(3.0) + 1, requires_grad=True)
+    out = ag.namespace(NAME).matmul(j, np.arange(3.0))
+    assert out.backend == NAME and float(out.data) == 8.0
+    out.backward()
+    np.testing.assert_allclose(np.asarray(j.grad.data), [0.0, 1.0, 2.0])
 
 
 def test_to_moves_a_leaf_between_numpy_jax_and_torch():

@@ -108,8 +108,21 @@ def test_mixing_backends_in_one_op_names_both():
         n * t
     with pytest.raises(ag.BackendError, match="torch.*numpy"):
         ag.namespace(NAME).matmul(t, n)
-    with pytest.raises(ag.BackendError, match="numpy.*torch"):
-        ag.namespace("numpy").add(n, torch.ones(3, dtype=torch.float64))
+
+
+
+def test_raw_arrays_and_scalars_of_another_library_are_constants():
+    # As in torch itself: torch.ones(3) * np.ones(3), t.reshape((np.int64(3),)), t[np.int64(1)].
+    t = ag.Variable(torch.arange(3.0, dtype=torch.float64) + 1, requires_grad=True)
+    xp = ag.namespace(NAME)
+    out = xp.sum(xp.reshape(t * np.arange(3.0), (np.int64(1), np.int64(3))) + t[np.int64(1)])
+    assert out.backend == NAME and isinstance(out.data, torch.Tensor)
+    out.backward()
+    np.testing.assert_allclose(t.grad.data.numpy(), [0.0, 4.0, 2.0])
+    assert isinstance(xp.asarray(np.ones(2)).data, torch.Tensor)
+    n = ag.Variable(np.ones(3), requires_grad=True)
+    mixed = ag.namespace("numpy").add(n, torch.ones(3, dtype=torch.float64))
+    assert mixed.backend == "numpy" and mixed.requires_grad
 
 
 def test_to_moves_a_leaf_between_numpy_and_torch():

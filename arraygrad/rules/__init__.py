@@ -328,12 +328,23 @@ def conj(xp, a):
 def set_index(xp, array, key, value):
     """``array`` with ``array[key] = value``, for an array the rule just made: in place where the
     backend allows it, as a new array where arrays are immutable (JAX)."""
-    if hasattr(array, "grad_fn"):  # a Variable, under create_graph: recorded copy-on-write
+    if hasattr(array, "_edge"):  # a Variable, under create_graph: recorded copy-on-write
+        # (checked by _edge: torch tensors have a grad_fn too)
         array[key] = value
         return array
     from .._plugins import registry
 
     return registry.of(array).set_index(array, key, value)
+
+
+def get_index(array, key):
+    """``array[key]`` for a rule: through the backend, whose library may need help with keys
+    the standard allows (torch's negative-step slices); a Variable indexes itself."""
+    if hasattr(array, "_edge"):  # a Variable (torch tensors have a grad_fn too)
+        return array[key]
+    from .._plugins import registry
+
+    return registry.of(array).get_index(array, key)
 
 
 def device_of(a):

@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from . import LINEAR, defvjp, device_of, set_index
+from . import LINEAR, defvjp, device_of, get_index, set_index
 
 
 def _has_arrays(key) -> bool:
@@ -38,13 +38,13 @@ def vjp_gather(xp, g, x_shape, gather):
 
 def vjp_getitem(xp, g, x_shape, *, key):
     if _has_arrays(key):
-        return vjp_gather(xp, g, x_shape, lambda a: a[key])
+        return vjp_gather(xp, g, x_shape, lambda a: get_index(a, key))
     # Basic indexing never repeats an element: assignment suffices. New axes (None) are
     # dropped from the key and from g, since assignment through them is not standard.
     grad = xp.zeros(x_shape, dtype=g.dtype, device=device_of(g))
     if None in (key if isinstance(key, tuple) else (key,)):
         key = tuple(part for part in key if part is not None) if isinstance(key, tuple) else ...
-        g = xp.reshape(g, tuple(grad[key].shape))
+        g = xp.reshape(g, tuple(get_index(grad, key).shape))
     return set_index(xp, grad, key, g)
 
 
@@ -54,7 +54,8 @@ def vjp_setitem_x(xp, g, *, key):
 
 # Gathers and copy-slices are linear: their JVP is themselves, applied to the tangents.
 defvjp("getitem", vjp_getitem, params="key", jvps=LINEAR)
-defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: g[key], arrays="x value", params="key",
+defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: get_index(g, key), arrays="x value",
+       params="key",
        jvps=LINEAR)
 defvjp("take", lambda xp, g, x_shape, indices, *, axis=None: vjp_gather(
     xp, g, x_shape, lambda a: xp.take(a, indices, axis=axis)), None, arrays="x indices",

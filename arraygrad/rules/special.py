@@ -1,0 +1,134 @@
+"""Rules of special functions (SciPy's ``scipy.special`` names), for the ``special`` namespace
+of backends that provide them: SciPy's ufuncs on NumPy, ``torch.special``, ``jax.scipy.special``.
+
+SciPy's array-API mode looks for ``xp.special`` first, so with these rules SciPy's special
+functions differentiate on every such backend; on NumPy-backed Variables, SciPy's ufuncs reach
+them through ``__array_ufunc__`` too. A derivative that needs another special function asks
+``special_of(xp)``, which is the differentiable ``special`` namespace under ``create_graph``,
+so that every rule here has higher derivatives. Gradients with respect to an integer order
+(``polygamma``'s ``n``) or a shape parameter with no closed form (``gammainc``'s ``a``) are
+refused, never zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import NoRuleError
+from . import Rule, from_derivative
+
+SPECIAL: dict[str, Rule] = {}
+"""Differentiable special functions by their ``scipy.special`` name."""
+
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_raw_specials: dict = {}  # {id(raw namespace): its backend's raw special functions}
+
+
+def special_of(xp):
+    """The special functions that go with ``xp``: the differentiable ``xp.special`` under
+    ``create_graph``, else the raw special functions of ``xp``'s backend."""
+    special = getattr(xp, "special", None)
+    if special is not None:
+        return special
+    special = _raw_specials.get(id(xp))
+    if special is None:
+        from .._plugins import registry
+
+        for backend in registry.backends.values():
+            if backend._raw is xp:
+                special = _raw_specials[id(xp)] = backend.raw_special
+                break
+    return special
+
+
+def _safe(xp, x):
+    """``x`` with its zeros replaced by 1, for a formula whose value at 0 is set apart."""
+    return xp.where(x == 0, xp.ones_like(x), x)
+
+
+UNARY = {
+    "erf": lambda xp, x: (2 / _SQRT_PI) * xp.exp(-(x * x)),
+    "erfc": lambda xp, x: (-2 / _SQRT_PI) * xp.exp(-(x * x)),
+    "erfinv": lambda xp, ans: (_SQRT_PI / 2) * xp.exp(ans * ans),
+    "erfcinv": lambda xp, ans: (-_SQRT_PI / 2) * xp.exp(ans * ans),
+    "erfcx": lambda xp, x, ans: 2 * x * ans - 2 / _SQRT_PI,
+    "expit": lambda xp, ans: ans * (1 - ans),
+    "logit": lambda xp, x: 1 / (x * (1 - x)),
+    "log_expit": lambda xp, x: special_of(xp).expit(-x),
+    "softplus": lambda xp, x: special_of(xp).expit(x),
+    "gammaln": lambda xp, x: special_of(xp).digamma(x),
+    "gamma": lambda xp, x, ans: ans * special_of(xp).digamma(x),
+    "digamma": lambda xp, x: special_of(xp).polygamma(1, x),
+    "psi": lambda xp, x: special_of(xp).polygamma(1, x),
+    "ndtr": lambda xp, x: xp.exp(-0.5 * (x * x)) / _SQRT_2PI,
+    "log_ndtr": lambda xp, x, ans: xp.exp(-0.5 * (x * x) - ans) / _SQRT_2PI,
+    "ndtri": lambda xp, ans: _SQRT_2PI * xp.exp(0.5 * (ans * ans)),
+    "entr": lambda xp, x: -(xp.log(x) + 1),
+    "i0": lambda xp, x: special_of(xp).i1(x),
+    "i0e": lambda xp, x, ans: special_of(xp).i1e(x) - xp.sign(x) * ans,
+    # i1' = i0 - i1 / x and i1e' = i0e - i1e (sign(x) + 1 / x), both 1/2 at 0.
+    "i1": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x),
+                                      special_of(xp).i0(x) - ans / _safe(xp, x)),
+    "i1e": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x), special_of(xp).i0e(x)
+                                       - ans * (xp.sign(x) + 1 / _safe(xp, x))),
+}
+
+
+def _not_differentiable(op, argument, why):
+    def vjp(xp, g):
+        raise NoRuleError(f"special.{op}: no gradient with respect to {argument} ({why}); "
+                          f"pass it as a constant (a Python number or a detached array).")
+    return vjp
+
+
+def _nonzero(xp, x, d):
+    """``d`` where ``x != 0``, else 0 (``xlogy``'s convention: 0 * log(0) = 0, as in PyTorch)."""
+    return xp.where(x == 0, xp.zeros_like(d), d)
+
+
+def _gammainc_dx(xp, a, x):
+    return xp.exp((a - 1) * xp.log(x) - x - special_of(xp).gammaln(a))
+
+
+def _digamma_difference(xp, a, b):
+    special = special_of(xp)
+    return special.digamma(a) - special.digamma(a + b)
+
+
+BINARY = {  # name: (arguments, d/d first, d/d second), each d(xp, <arguments or ans>)
+    "xlogy": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(y)), lambda xp, x, y: x / y),
+    "xlog1py": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log1p(y)),
+                lambda xp, x, y: x / (1 + y)),
+    "rel_entr": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y) + 1), lambda xp, x, y: -x / y),
+    "kl_div": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y)), lambda xp, x, y: 1 - x / y),
+    "betaln": ("a b", lambda xp, a, b: _digamma_difference(xp, a, b),
+               lambda xp, a, b: _digamma_difference(xp, b, a)),
+    "beta": ("a b", lambda xp, a, b, ans: ans * _digamma_difference(xp, a, b),
+             lambda xp, a, b, ans: ans * _digamma_difference(xp, b, a)),
+    "polygamma": ("n x", _not_differentiable("polygamma", "n", "an integer order"),
+                  lambda xp, n, x: special_of(xp).polygamma(n + 1, x)),
+    "gammainc": ("a x", _not_differentiable("gammainc", "a", "no closed form"), _gammainc_dx),
+    "gammaincc": ("a x", _not_differentiable("gammaincc", "a", "no closed form"),
+                  lambda xp, a, x: -_gammainc_dx(xp, a, x)),
+}
+
+
+def _binary_rule(name, arguments, derivatives):
+    vjps, jvps = [], []
+    for derivative in derivatives:
+        if derivative.__name__ == "vjp":  # refused
+            vjps.append(derivative)
+            jvps.append(derivative)
+        else:
+            vjp, jvp = from_derivative(derivative)
+            vjps.append(vjp)
+            jvps.append(jvp)
+    return Rule(name, arguments.split(), vjps, jvps=jvps)
+
+
+for _name, _derivative in UNARY.items():
+    _vjp, _jvp = from_derivative(_derivative)
+    SPECIAL[_name] = Rule("special." + _name, ("x",), (_vjp,), jvps=(_jvp,))
+for _name, (_arguments, *_derivatives) in BINARY.items():
+    SPECIAL[_name] = _binary_rule("special." + _name, _arguments, _derivatives)
