@@ -15,6 +15,9 @@ from .errors import (ArraygradError, BackendError, BackendUnavailable, BackwardE
 
 __version__ = "0.1.0"
 
+if __import__("importlib.util").util.find_spec("einops") is not None:
+    from . import _einops  # noqa: F401  (einops finds Variables' backend among its subclasses)
+
 __all__ = [
     "Variable", "namespace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",

@@ -355,7 +355,7 @@ def build_namespace(backend) -> Namespace:
         if hasattr(raw, name):
             setattr(ns, name, getattr(raw, name))
     if hasattr(raw, "__array_namespace_info__"):
-        ns.__array_namespace_info__ = raw.__array_namespace_info__
+        ns.__array_namespace_info__ = _namespace_info(backend, raw.__array_namespace_info__)
     recorders = {}
     for name in _standard.FUNCTIONS:
         raw_function = _resolve(raw, name)
@@ -378,6 +378,28 @@ def build_namespace(backend) -> Namespace:
     _install_specials(ns, backend, recorders)
     backend.operators = _operators(ns, backend, recorders)
     return ns
+
+
+def _namespace_info(backend, raw_info):
+    """The backend's ``__array_namespace_info__``, whose ``capabilities()`` also say what the
+    plugin declared: libraries (array-api-extra's ``apply_where``) choose a path without
+    boolean masks from it, on dask, where shapes that depend on data are unknown."""
+
+    class Info:
+        def __init__(self):
+            self._raw = raw_info()
+
+        def __getattr__(self, name):
+            return getattr(self._raw, name)
+
+        def capabilities(self):
+            answer = dict(self._raw.capabilities())
+            if not backend.capabilities()["data_dependent_shapes"]:
+                answer.update({"boolean indexing": False, "data-dependent shapes": False})
+            return answer
+
+    Info.__name__ = Info.__qualname__ = "__array_namespace_info__"
+    return Info
 
 
 def _build_special(backend):

@@ -434,6 +434,34 @@ def _pairs(pad_width, ndim):
     return pad_width * ndim if len(pad_width) == 1 else pad_width
 
 
+def einsum(xp, subscripts, *operands):
+    """``einsum`` with the standard's functions: each operand's axes laid out in one order of
+    all letters, multiplied with broadcasting, then summed over the letters not kept. Repeated
+    letters within one operand (diagonals) and ellipses are not supported."""
+    subscripts = subscripts.replace(" ", "")
+    if "." in subscripts:
+        raise unsupported(f"einsum({subscripts!r})", " with an ellipsis")
+    inputs, _, output = subscripts.partition("->")
+    specs = inputs.split(",")
+    if not _:
+        letters = "".join(specs)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if len(specs) != len(operands) or any(len(set(spec)) != len(spec) for spec in specs):
+        raise unsupported(f"einsum({subscripts!r})", " with a repeated letter in one operand")
+    order = list(output) + sorted({c for spec in specs for c in spec} - set(output))
+    result = None
+    for spec, operand in zip(specs, operands):
+        operand = xp.asarray(operand)
+        present = sorted(range(len(spec)), key=lambda i: order.index(spec[i]))
+        operand = xp.permute_dims(operand, tuple(present))
+        kept = [spec[i] for i in present]
+        shape = [operand.shape[kept.index(c)] if c in kept else 1 for c in order]
+        operand = xp.reshape(operand, tuple(shape))
+        result = operand if result is None else result * operand
+    summed = tuple(range(len(output), len(order)))
+    return xp.sum(result, axis=summed) if summed else result
+
+
 def _detached(function):
     """A NumPy function whose result carries no gradient (comparisons, counts): it runs on the
     values, which is safe since nothing is differentiated through it."""
@@ -531,6 +559,8 @@ FUNCTIONS = {
     "cross": lambda a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: _namespace_of(
         [a, b]).linalg.cross(a, b, axis=-1 if axis is None else axis),
     "pad": _pad,
+    "einsum": lambda subscripts, *operands, **k: einsum(_namespace_of(operands), subscripts,
+                                                        *operands),
     "isclose": _detached("isclose"), "allclose": _detached("allclose"),
     "array_equal": _detached("array_equal"),
     "linalg.norm": _norm, "linalg.svd": _svd,

@@ -7,6 +7,7 @@ backend, which records the operation when a gradient is needed.
 from __future__ import annotations
 
 import itertools
+import sys
 import warnings
 
 from . import _engine, _grad_mode, _numpy_protocol
@@ -350,8 +351,12 @@ class Variable:
 
     @property
     def device(self):
-        # dask arrays have no .device: None, the default device of every creation function.
-        return getattr(self.data, "device", None)
+        device = getattr(self.data, "device", None)
+        if device is None and "array_api_compat" in sys.modules:
+            # dask arrays have no .device: array-api-compat's answer ("cpu"), which libraries
+            # built on it expect; None (every function's default device) when it is not in use.
+            device = sys.modules["array_api_compat"].device(self.data)
+        return device
 
     @property
     def ndim(self) -> int:

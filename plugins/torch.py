@@ -138,6 +138,10 @@ class _Special:
     def __getattr__(self, name):
         import torch
 
+        if name == "rel_entr":  # x log(x / y), 0 at x = 0, as SciPy's
+            return lambda x, y: torch.special.xlogy(x, x / y)
+        if name == "kl_div":
+            return lambda x, y: torch.special.xlogy(x, x / y) - x + y
         function = getattr(torch.special, {"psi": "digamma"}.get(name, name))
         if name not in ("gammainc", "gammaincc"):
             return function

@@ -58,7 +58,8 @@ defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: get_index(g, key), arrays
        params="key",
        jvps=LINEAR)
 defvjp("take", lambda xp, g, x_shape, indices, *, axis=None: vjp_gather(
-    xp, g, x_shape, lambda a: xp.take(a, indices, axis=axis)), None, arrays="x indices",
+    xp, g, x_shape, lambda a: xp.take(a, indices, axis=0 if axis is None else axis)), None,
+    arrays="x indices",
     jvps=LINEAR)
 defvjp("take_along_axis", lambda xp, g, x_shape, indices, *, axis=-1: vjp_gather(
     xp, g, x_shape, lambda a: xp.take_along_axis(a, indices, axis=axis)), None,

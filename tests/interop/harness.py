@@ -26,9 +26,11 @@ BACKENDS = ("numpy", "torch", "dask")
 
 @dataclasses.dataclass
 class Refusal:
-    """The error a user gets on a backend where a case cannot work, and why."""
+    """The error a user gets on a backend where a case cannot work, and why. ``error=None``
+    declares a NaN gradient (loud, never silently wrong) where the library computes a NaN that
+    it then overwrites, which reverse mode cannot undo (torch.autograd gives the same NaN)."""
 
-    error: type
+    error: type | None
     match: str  # a regular expression the error message must match
     reason: str  # one sentence for docs/interop.md: why it cannot work, and the workaround
 
@@ -183,6 +185,12 @@ def run(case, backend):
     except ag.BackendUnavailable as exc:
         pytest.skip(str(exc))
     refusal = case.refuse.get(backend) or case.refuse.get("*")
+    if refusal is not None and refusal.error is None:
+        grads = arraygrad_gradients(case, backend)[2]
+        assert any(np.isnan(g).any() for g in grads if g is not None), (
+            f"{case.name} on {backend} was declared to give a NaN gradient, and gives none: "
+            "update its declaration")
+        return
     if refusal is not None:
         with pytest.raises(refusal.error, match=refusal.match):
             arraygrad_gradients(case, backend)

@@ -1,0 +1,1 @@
+"""Interop cases: third-party Array API code called on Variables."""
