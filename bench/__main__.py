@@ -3,8 +3,11 @@
 W1: overhead per recorded op (2,000 cheap elementwise ops on 16 float64 values, forward and
 backward). W2: one MLP training step (float32, batch 128, 784-512-512-10, tanh, mean
 cross-entropy through a stable log-softmax). W3: sum(sin(x)*exp(-x*x) + log1p(x*x)) on 2**22
-float64 values, time and peak memory growth. Every library gets the same inputs; each result is
-checked against hand-written NumPy before it is timed. Threads are pinned to 1.
+float64 values, time and peak memory growth. W4: interop, SciPy's own code run on Variables
+(``SCIPY_ARRAY_API=1``): logsumexp(x) and sum(w * zscore(x)) on 10**6 float64 values, arraygrad
+against the same SciPy forward on NumPy plus a hand-written gradient. Every library gets the
+same inputs; each result is checked against hand-written NumPy before it is timed. Threads are
+pinned to 1.
 """
 
 import os
@@ -26,7 +29,8 @@ CHAIN = 500  # four ops each: 2,000 recorded ops
 LAYERS = (784, 512, 512, 10)
 BATCH = 128
 W3_SIZE = 2**22
-REPEATS = {"W1": 8, "W2": 15, "W3": 3}  # rounds of 3 runs in a row; --quick runs a quarter
+W4_SIZE = 10**6
+REPEATS = {"W1": 8, "W2": 15, "W3": 3, "W4": 5}  # rounds of 3 runs in a row; --quick: a quarter
 
 
 # ------------------------------------------------------------------------------------ inputs
@@ -40,7 +44,8 @@ def inputs():
     X = rng.standard_normal((BATCH, LAYERS[0])).astype(np.float32)
     onehot = np.eye(LAYERS[-1], dtype=np.float32)[rng.integers(0, LAYERS[-1], BATCH)]
     return {"w1": rng.standard_normal(16), "w2": (params, X, onehot),
-            "w3": rng.standard_normal(W3_SIZE)}
+            "w3": rng.standard_normal(W3_SIZE),
+            "w4": (rng.standard_normal(W4_SIZE), rng.standard_normal(W4_SIZE))}
 
 
 # ------------------------------------------------------------------- hand-written NumPy: limit
@@ -80,6 +85,45 @@ def numpy_w3(x):
     return np.cos(x) * e - 2 * x * s * e + 2 * x / (1 + a)
 
 
+def numpy_w4_logsumexp(x, w):
+    """logsumexp(x) and its gradient, softmax(x)."""
+    m = np.max(x)
+    e = np.exp(x - m)
+    total = np.sum(e)
+    value = m + np.log(total)  # noqa: F841
+    return e / total
+
+
+def numpy_w4_zscore(x, w):
+    """sum(w * z) with z = (x - mean(x)) / std(x) (population std) and its gradient,
+    (w - mean(w) - z * mean(w * z)) / std(x)."""
+    d = x - np.mean(x)
+    s = np.sqrt(np.mean(d * d))
+    z = d / s
+    value = np.sum(w * z)  # noqa: F841
+    return (w - np.mean(w) - z * np.mean(w * z)) / s
+
+
+W4_PARTS = ("logsumexp", "zscore")  # each library's w4_<part>(x, w) returns the gradient in x
+
+
+class ScipyHandGradient:
+    """W4's limit: SciPy's forward on NumPy arrays, then the gradient written by hand."""
+    name = "SciPy + hand grad"
+
+    def __init__(self):
+        self.special, self.stats = scipy_for_variables()
+
+    def w4_logsumexp(self, x, w):
+        value = self.special.logsumexp(x)
+        return np.exp(x - value)
+
+    def w4_zscore(self, x, w):
+        z = self.stats.zscore(x)
+        value = np.sum(w * z)  # noqa: F841
+        return (w - np.mean(w) - z * np.mean(w * z)) / np.std(x)
+
+
 # ------------------------------------------------------------------ the same through libraries
 def chain(xp, y):
     for _ in range(CHAIN):
@@ -104,6 +148,19 @@ def w3_loss(xp, x):
     return xp.sum(xp.sin(x) * xp.exp(-x * x) + xp.log1p(x * x))
 
 
+def scipy_for_variables():
+    """scipy.special and scipy.stats, with SciPy's Array API support switched on, as W4 needs:
+    SciPy reads ``SCIPY_ARRAY_API`` once, when it is first imported."""
+    if "scipy" not in sys.modules:
+        os.environ["SCIPY_ARRAY_API"] = "1"
+    import scipy.special
+    import scipy.stats
+
+    if not getattr(sys.modules.get("scipy._lib._array_api"), "SCIPY_ARRAY_API", True):
+        raise RuntimeError("scipy was imported before SCIPY_ARRAY_API=1 could be set")
+    return scipy.special, scipy.stats
+
+
 class Arraygrad:
     name = "arraygrad"
 
@@ -126,6 +183,16 @@ class Arraygrad:
 
     def w3(self, x):
         (g,) = self._grads(lambda v: w3_loss(self.xp, v), [x])
+        return g
+
+    def w4_logsumexp(self, x, w):
+        special, _ = scipy_for_variables()
+        (g,) = self._grads(lambda v: special.logsumexp(v), [x])
+        return g
+
+    def w4_zscore(self, x, w):
+        _, stats = scipy_for_variables()
+        (g,) = self._grads(lambda v: self.xp.sum(w * stats.zscore(v)), [x])
         return g
 
 
@@ -226,6 +293,7 @@ class _TorchNames:
 class HandNumpy:
     name = "hand-written NumPy"
     w1, w2, w3 = staticmethod(numpy_w1), staticmethod(numpy_w2), staticmethod(numpy_w3)
+    w4_logsumexp, w4_zscore = staticmethod(numpy_w4_logsumexp), staticmethod(numpy_w4_zscore)
 
 
 LIBRARIES = [HandNumpy, Arraygrad, HipsAutograd, MyGrad, Torch]
@@ -294,13 +362,19 @@ def measure_memory(library_name):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats: a smoke run")
-    parser.add_argument("--only", default="W1,W2,W3", help="comma-separated workloads")
+    parser.add_argument("--only", default="W1,W2,W3,W4", help="comma-separated workloads")
     parser.add_argument("--memory", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory:
         return measure_memory(args.memory)
     data = inputs()
     workloads = args.only.upper().split(",")
+    if "W4" in workloads:
+        try:
+            scipy_for_variables()  # before any library could import scipy without the flag
+        except ImportError as error:
+            print(f"skipped W4: {error} (pip install scipy)")
+            workloads.remove("W4")
     libraries = []
     for library in LIBRARIES:
         reason = available(library)
@@ -340,6 +414,31 @@ def main(argv=None):
                 line += f" (x{growth / base_growth:4.2f})"
             print(line)
         print()
+    if "W4" in workloads:
+        run_w4(libraries, data["w4"], max(1, REPEATS["W4"] // (4 if args.quick else 1)))
+
+
+def run_w4(libraries, arrays, repeat):
+    """W4: each part for the libraries that can run SciPy on their arrays (arraygrad), against
+    SciPy's forward on NumPy plus the gradient by hand (the base) and all by hand (fused)."""
+    print(f"W4  interop: SciPy on Variables (SCIPY_ARRAY_API=1), {W4_SIZE:,} float64 values, "
+          "fwd + bwd")
+    libraries = [ScipyHandGradient()] + [
+        library for library in libraries if hasattr(library, "w4_logsumexp")]
+    for part in W4_PARTS:
+        expected = globals()[f"numpy_w4_{part}"](*arrays)
+        runs = []
+        for library in libraries:
+            run = getattr(library, f"w4_{part}")
+            check(library.name, run(*arrays), expected, rtol=1e-9)
+            runs.append(lambda run=run: run(*arrays))
+        times = best_times(runs, repeat)
+        print({"logsumexp": "    scipy.special.logsumexp(x)",
+               "zscore": "    sum(w * scipy.stats.zscore(x))"}[part])
+        for library, seconds in zip(libraries, times):
+            print(f"        {library.name:<20} {seconds * 1e3:9.2f} ms   "
+                  f"x{seconds / times[0]:5.2f}")
+    print()
 
 
 if __name__ == "__main__":

@@ -160,6 +160,8 @@ case("stack", "axis-1", lambda xp, a, b: xp.stack([a, b], axis=-1), (2, 3), (2, 
 case("broadcast_arrays", "basic", lambda xp, a, b: xp.broadcast_arrays(a, b), (3, 1), (4,))
 case("meshgrid", "xy", lambda xp, a, b: xp.meshgrid(a, b), (3,), (4,))
 case("where", "basic", lambda xp, a, b: xp.where(a > 0, a, b), (3, 4), (4,))
+case("unique_values", "distinct", lambda xp, x: xp.unique_values(x), (3, 4),
+     requires=("data_dependent_shapes",))
 case("setitem", "slice", lambda xp, x, v: _setitem(x, v), (3, 4), (4,),
      requires=("inplace",))
 case("matmul", "2d", lambda xp, a, b: a @ b, (3, 4), (4, 2), second_order=True)
