@@ -20,6 +20,7 @@ from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
 from .rules.creation import to_device as raw_to_device
 from .rules.special import SPECIAL
+from ._numpy_protocol import pad
 
 _SCALARS = (bool, int, float, complex, type(None))
 _PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
@@ -49,6 +50,12 @@ class Namespace(types.ModuleType):
             if special is not None:
                 self.special = special
                 return special
+        if hasattr(self._backend.raw, name):
+            raise AttributeError(
+                f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
+                f"it is not a function of the Array API standard, so arraygrad has no rule "
+                f"for it (calling the backend's own would leave the graph). Compose it from "
+                f"the standard's functions, or apply it to detached values.")
         raise AttributeError(
             f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
             f"the backend's own namespace does not provide it")
@@ -376,6 +383,7 @@ def build_namespace(backend) -> Namespace:
                 function = _calling(recorder)
         _install(ns, name, function, raw_function)
     _install_specials(ns, backend, recorders)
+    ns.pad = pad  # not in the standard; xarray's rolling windows call xp.pad
     backend.operators = _operators(ns, backend, recorders)
     return ns
 

@@ -175,6 +175,11 @@ def _nan_sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
                              keepdims, **kwargs)
 
 
+def _nan_as(a, value):
+    xp = a.__array_namespace__()
+    return xp.where(xp.isnan(a), xp.full_like(a, value), a)
+
+
 def _nan_count(xp, a, axis, keepdims):
     return xp.sum(xp.astype(~xp.isnan(a), a.dtype), axis=_axis(axis), keepdims=keepdims)
 
@@ -411,7 +416,7 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return xp.linalg.svd(a, full_matrices=full_matrices)
 
 
-def _pad(array, pad_width, mode="constant", constant_values=0):
+def pad(array, pad_width, mode="constant", constant_values=0):
     xp = array.__array_namespace__()
     if mode != "constant":
         raise unsupported("numpy.pad", f" with mode={mode!r} (only 'constant' is)")
@@ -495,6 +500,10 @@ FUNCTIONS = {
     "nanstd": lambda *a, **k: _nan_var(*a, **k) ** 0.5,
     "nanmax": _nan_extreme("max", -math.inf), "nanmin": _nan_extreme("min", math.inf),
     "cumsum": _cumulative("cumulative_sum"), "cumprod": _cumulative("cumulative_prod"),
+    "nancumsum": lambda a, axis=None, dtype=None, out=None: _cumulative("cumulative_sum")(
+        _nan_as(a, 0.0), axis, dtype, out),
+    "nancumprod": lambda a, axis=None, dtype=None, out=None: _cumulative("cumulative_prod")(
+        _nan_as(a, 1.0), axis, dtype, out),
     "concatenate": _concatenate, "stack": _stack,
     "vstack": lambda tup, **k: _concatenate(_at_least(2)(*tup) if len(tup) > 1 else
                                             [_at_least(2)(*tup)], axis=0, **k),
@@ -558,7 +567,7 @@ FUNCTIONS = {
         _detached("unique")(ar, **k),
     "cross": lambda a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: _namespace_of(
         [a, b]).linalg.cross(a, b, axis=-1 if axis is None else axis),
-    "pad": _pad,
+    "pad": pad,
     "einsum": lambda subscripts, *operands, **k: einsum(_namespace_of(operands), subscripts,
                                                         *operands),
     "isclose": _detached("isclose"), "allclose": _detached("allclose"),

@@ -96,7 +96,17 @@ def _digamma_difference(xp, a, b):
     return special.digamma(a) - special.digamma(a + b)
 
 
-BINARY = {  # name: (arguments, d/d first, d/d second), each d(xp, <arguments or ans>)
+def _student_t_density(xp, df, t):
+    special = special_of(xp)
+    return xp.exp(special.gammaln((df + 1) / 2) - special.gammaln(df / 2)
+                  - 0.5 * xp.log(df * math.pi) - (df + 1) / 2 * xp.log1p(t * t / df))
+
+
+def _beta_density(xp, a, b, x):
+    return xp.exp((a - 1) * xp.log(x) + (b - 1) * xp.log1p(-x) - special_of(xp).betaln(a, b))
+
+
+BINARY = {  # name: (arguments, one derivative per argument), each d(xp, <arguments or ans>)
     "xlogy": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(y)), lambda xp, x, y: x / y),
     "xlog1py": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log1p(y)),
                 lambda xp, x, y: x / (1 + y)),
@@ -111,6 +121,13 @@ BINARY = {  # name: (arguments, d/d first, d/d second), each d(xp, <arguments or
     "gammainc": ("a x", _not_differentiable("gammainc", "a", "no closed form"), _gammainc_dx),
     "gammaincc": ("a x", _not_differentiable("gammaincc", "a", "no closed form"),
                   lambda xp, a, x: -_gammainc_dx(xp, a, x)),
+    # Distribution functions behind SciPy's p-values (ttest_*, pearsonr).
+    "stdtr": ("df t", _not_differentiable("stdtr", "df", "no closed form"), _student_t_density),
+    "betainc": ("a b x", _not_differentiable("betainc", "a", "no closed form"),
+                _not_differentiable("betainc", "b", "no closed form"), _beta_density),
+    "betaincc": ("a b x", _not_differentiable("betaincc", "a", "no closed form"),
+                 _not_differentiable("betaincc", "b", "no closed form"),
+                 lambda xp, a, b, x: -_beta_density(xp, a, b, x)),
 }
 
 

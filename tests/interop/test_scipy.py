@@ -57,6 +57,10 @@ LAPACK = numpy_only("linalg runs LAPACK on NumPy arrays")
 NDIMAGE = numpy_only("ndimage delegates to CuPy, otherwise runs compiled code on NumPy arrays")
 RV_CONTINUOUS = numpy_only("distributions (rv_continuous) are NumPy-only")
 
+def _statistic_and_pvalue(result):
+    return result.statistic, result.pvalue
+
+
 # torch_reference=False: on raw torch tensors SciPy writes in place into a tensor that
 # torch.autograd saved for backward, so torch.autograd cannot differentiate it (arraygrad can).
 
@@ -123,11 +127,18 @@ CASES = [
              f, e * (array_namespace(f).sum(f) / array_namespace(e).sum(e)),
              lambda_="cressie-read").statistic,
          (np.array([7.0, 9.5, 5.0, 8.5]), positive(4, low=5, high=9))),
-    Case("scipy", "stats.ttest_1samp", lambda x: stats.ttest_1samp(x, 0.3).statistic, (normal(6),),
-         refuse=numpy_only("computes the p-value with special.stdtr, which converts to NumPy")),
-    Case("scipy", "stats.pearsonr", lambda x, y: stats.pearsonr(x, y).statistic,
-         (normal(6), normal(6)),
-         refuse=numpy_only("computes the p-value with special.betainc, which converts to NumPy")),
+    # The p-values need special.stdtr and special.betainc: xp.special has them on NumPy and
+    # dask; torch.special has neither, so SciPy converts to NumPy there.
+    Case("scipy", "stats.ttest_1samp", lambda x: _statistic_and_pvalue(stats.ttest_1samp(x, 0.3)), (normal(6),),
+         torch_reference=False, refuse={"torch": numpy_only(
+             "computes the p-value with special.stdtr, which torch.special lacks")["*"],
+             "dask": Refusal(ValueError, "chunk sizes are unknown",
+                             "on a dask-backed Variable, SciPy's result packing indexes an "
+                             "array whose chunk sizes are unknown; compute the statistic with "
+                             "the namespace, or run ttest_1samp on NumPy")}),
+    Case("scipy", "stats.pearsonr", lambda x, y: _statistic_and_pvalue(stats.pearsonr(x, y)),
+         (normal(6), normal(6)), torch_reference=False, refuse={"torch": numpy_only(
+             "computes the p-value with special.betainc, which torch.special lacks")["*"]}),
     Case("scipy", "stats.norm.logpdf", lambda x: stats.norm.logpdf(x, 0.5, 2.0), (normal(5),),
          refuse=RV_CONTINUOUS),
     Case("scipy", "stats.norm.cdf", lambda x: stats.norm.cdf(x), (normal(5),),

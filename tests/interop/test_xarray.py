@@ -73,10 +73,14 @@ CASES = [
     case("xr.dot", lambda a, b: xr.dot(da(a), da(b, dims=("y", "z")), dim="y").data,
          (X, normal(4, 2))),
     case("DataArray.rolling(y=2).mean()", lambda a: da(a).rolling(y=2, min_periods=1).mean().data,
-         (X,), torch_refuses(
+         (X,), {**torch_refuses(
              AttributeError, r"'str' object has no attribute 'dtype'",
              "xarray's rolling fills with a NaN whose dtype it passes to result_type as a string, "
-             "which array-api-compat's torch result_type rejects; use the numpy or dask backend.")),
+             "which array-api-compat's torch result_type rejects."), **{b: Refusal(
+                 AttributeError, "has no 'lib'",
+                 "xarray builds rolling windows with xp.lib.stride_tricks.sliding_window_view, "
+                 "NumPy's strided view, which is outside the standard; use "
+                 "DataArray.coarsen or shifted slices") for b in ("numpy", "dask")}}),
     case("DataArray.weighted(w).mean('y')",
          lambda a, w: da(a).weighted(da(w, dims=("y",))).mean("y").data,
          (X, positive(4)), TORCH_NAN_REDUCTION),

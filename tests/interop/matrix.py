@@ -1,0 +1,164 @@
+"""Write docs/interop.md, the support matrix, from the interop tests' case tables.
+
+Run ``python -m tests.interop.matrix`` from the repository root. Each cell comes from a case's
+declaration, which its test verifies: a gradient checked against central differences (and
+torch.autograd), or the exact error a user gets, with its reason. ``tests/interop/
+test_matrix.py`` fails when docs/interop.md is not what this script writes.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import pathlib
+
+from arraygrad import _numpy_protocol
+from arraygrad.rules.special import SPECIAL
+
+from .harness import BACKENDS
+
+MODULES = ["test_scipy", "test_array_api_extra", "test_sklearn", "test_numpy", "test_einops",
+           "test_xarray", "test_marray"]
+OUTPUT = pathlib.Path(__file__).resolve().parents[2] / "docs" / "interop.md"
+
+HEADER = """\
+# Existing array code, differentiated
+
+Code written against the Array API standard (SciPy with `SCIPY_ARRAY_API=1`, scikit-learn with
+`array_api_dispatch=True`, array-api-extra, einops, xarray, marray) or against plain NumPy runs on
+Variables and records its operations, so `.backward()` gives its gradient:
+
+```python
+import os
+os.environ["SCIPY_ARRAY_API"] = "1"  # before SciPy is imported
+import numpy as np
+import arraygrad as ag
+from scipy import special, stats
+
+x = ag.Variable(np.array([0.5, 1.5, -0.3, 2.0]), requires_grad=True)
+loss = special.logsumexp(stats.zscore(x) * 2.0) + np.sum(np.sin(x))  # SciPy, then plain NumPy
+loss.backward()
+x.grad                               # checked against central differences in tests/interop
+```
+
+How each reaches arraygrad:
+
+- **`__array_namespace__`**: SciPy, scikit-learn, array-api-extra, xarray and marray ask a
+  Variable for its namespace, `ag.namespace(backend)`, which records every call. SciPy's
+  special functions find `xp.special`: `scipy.special` on NumPy and Dask, `torch.special`
+  on torch, `jax.scipy.special` on JAX, each with differentiation rules.
+- **NEP 13 and NEP 18**: plain NumPy calls on Variables (`np.sin(v)`, `np.mean(v, axis=0)`,
+  `ndarray @ v`) record through the same namespace, on any backend. A NumPy function not listed
+  below raises `TypeError` naming it.
+- **einops** finds arraygrad's backend among its subclasses: `einops.rearrange(v, ...)`, `reduce`,
+  `repeat`, `einsum`; `einops.array_api` works through `__array_namespace__`.
+- **Record or refuse**: `np.asarray(v)` and `v.numpy()` on a Variable that requires grad raise
+  `GradientError` ("cannot convert a Variable that requires grad to NumPy ... Use
+  v.detach().numpy() ..."). A library that converts to NumPy internally therefore fails
+  loudly instead of returning a gradient that silently left the graph.
+
+## Library limits outside arraygrad, and their workarounds
+
+- **scikit-learn metrics that `return float(...)`** (`r2_score`, `mean_squared_error` with the
+  default `multioutput="uniform_average"`) would need the value on the host: pass
+  `multioutput="raw_values"` and reduce with `xp.mean`.
+- **SciPy functions that convert to NumPy in compiled code** (`signal.detrend`,
+  `signal.lfilter`, `fft.dct`, `linalg.det`/`inv`/`solve`/`expm`, `ndimage`, the distribution
+  objects `stats.norm`) raise the `GradientError` above. Use the standard's equivalent
+  (`xp.linalg.det`, `xp.linalg.solve`, `xp.fft`) or detach.
+- **Dask's unknown chunk sizes**: functions with data-dependent output sizes (`unique_values`,
+  boolean masks) give dask arrays of unknown shape, which no gradient can be fitted to:
+  arraygrad raises `GradientError` naming `.compute_chunk_sizes()`.
+- **`array_api_compat.is_lazy_array`** on a dask-backed Variable says `False`: it recognises dask
+  by type, and a Variable is not a `dask.array.Array` (bool() on it computes, as on dask). The
+  namespace's `__array_namespace_info__().capabilities()` does say that boolean indexing and
+  data-dependent shapes are unavailable, which is what array-api-extra and SciPy use to choose a
+  lazy-safe path. Call `.compute()` on `v.data` to evaluate explicitly.
+- **NaN overwritten after the fact**: where a library computes a NaN and then overwrites it
+  (scikit-learn's incremental variance in `StandardScaler`; `apply_where` on dask, which
+  evaluates both branches), the gradient through the overwritten NaN is NaN, exactly as
+  `torch.autograd` and `jax.grad` give. Write the computation so that no branch is NaN.
+- **In place on a leaf**: `array_api_extra.at(x)[i].set(v)` with the default `copy=None` on a
+  leaf that requires grad raises `InplaceError`, as any in-place change of such a leaf does in
+  PyTorch: pass `copy=True`.
+"""
+
+
+def load_cases():
+    cases = []
+    for name in MODULES:
+        try:
+            module = importlib.import_module(f".{name}", __package__)
+        except Exception as exc:  # a library that is not installed (pytest.skip raises)
+            print(f"skipping {name}: {type(exc).__name__}: {exc}")
+            continue
+        cases.extend(module.CASES)
+    return cases
+
+
+def cell(case, backend):
+    if backend not in case.backends:
+        return "–"
+    refusal = case.refuse.get(backend) or case.refuse.get("*")
+    if refusal is None:
+        return "✓"
+    return "NaN" if refusal.error is None else f"✗ `{refusal.error.__name__}`"
+
+
+def render(cases):
+    lines = [HEADER, "## Support matrix", "",
+             "✓: the gradient matches float64 central differences (and `torch.autograd` on torch"
+             " where torch runs the function); ✗: refused with the error named (reasons below);"
+             " NaN: a NaN gradient, as torch and JAX give (reasons below); –: not tried.", "",
+             "| library | " + " | ".join(f"{b}: works / tried" for b in BACKENDS) + " |",
+             "|---|" + "---|" * len(BACKENDS)]
+    by_library = collections.OrderedDict()
+    for case in cases:
+        by_library.setdefault(case.library, []).append(case)
+    for library, group in by_library.items():
+        counts = []
+        for backend in BACKENDS:
+            tried = [c for c in group if backend in c.backends]
+            works = [c for c in tried if cell(c, backend) == "✓"]
+            counts.append(f"{len(works)} / {len(tried)}")
+        lines.append(f"| {library} | " + " | ".join(counts) + " |")
+    for library, group in by_library.items():
+        lines += ["", f"### {library}", "", "| function | " + " | ".join(BACKENDS) + " |",
+                  "|---|" + "---|" * len(BACKENDS)]
+        for case in group:
+            lines.append(f"| `{case.name}` | " + " | ".join(cell(case, b) for b in BACKENDS)
+                         + " |")
+    lines += ["", "## Why a function is refused, and what the user sees", "",
+              "| library | function | backends | error (message matches) | reason and workaround |",
+              "|---|---|---|---|---|"]
+    for case in cases:
+        seen = {}
+        for backend, refusal in case.refuse.items():
+            seen.setdefault(id(refusal), (refusal, []))[1].append(backend)
+        for refusal, backends in seen.values():
+            error = "NaN gradient" if refusal.error is None else (
+                f"`{refusal.error.__name__}`: `{refusal.match}`")
+            where = "all" if "*" in backends else ", ".join(backends)
+            lines.append(f"| {case.library} | `{case.name}` | {where} | {error} | "
+                         f"{refusal.reason} |")
+    ufuncs = sorted({*_numpy_protocol.UFUNCS, *_numpy_protocol.COMPOSED_UFUNCS})
+    functions = sorted(_numpy_protocol.FUNCTIONS)
+    lines += ["", "## NumPy functions Variables support (NEP 13 and NEP 18)", "",
+              "Ufuncs, called (`np.sin(v)`), reduced (`np.add.reduce`: add, multiply, maximum, "
+              "minimum, logical_and, logical_or) or accumulated (add, multiply); `out=` may only "
+              "name a Variable:", "", ", ".join(f"`{n}`" for n in ufuncs), "",
+              "Functions (`numpy.` and `numpy.linalg.`):", "",
+              ", ".join(f"`{n}`" for n in functions), "",
+              "Special functions with rules (`xp.special`, and SciPy's ufuncs on NumPy-backed "
+              "Variables; a backend offers those its library has):", "",
+              ", ".join(f"`{n}`" for n in sorted(SPECIAL)), ""]
+    return "\n".join(lines)
+
+
+def main():
+    OUTPUT.write_text(render(load_cases()))
+    print(f"wrote {OUTPUT}")
+
+
+if __name__ == "__main__":
+    main()
