@@ -269,6 +269,9 @@ def _one_array_fast(recorder):
 def _save_unary(sources, data, out):
     if not sources:
         return ()
+    if len(sources) == 1:  # the common case (exp saves ans, sin saves x), without a loop
+        kind = sources[0][0]
+        return (out if kind == "ans" else data if kind == "input" else tuple(data.shape),)
     return tuple(out if kind == "ans" else data if kind == "input" else tuple(data.shape)
                  for kind, _ in sources)
 

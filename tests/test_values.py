@@ -156,3 +156,16 @@ def test_every_elementwise_function_has_a_value_test():
 
     tested = {n for table in (UNARY, BINARY) for names in table.values() for n in names.split()}
     assert set(_standard.ELEMENTWISE) - tested == {"clip"}  # clip is with the manipulations
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_share_the_gradient_equally_among_ties(backend, name):
+    # torch.amax's convention; the ties lie along the reduced axis (and not across it).
+    values = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 0.0, 2.0, 2.0]])
+    sign = 1 if name == "max" else -1
+    x = backend.variable(sign * values)
+    getattr(backend.xp, name)(x, axis=1).backward(backend.array([1.0, 3.0]))
+    np.testing.assert_allclose(backend.host(x.grad), [[0, 0.5, 0.5, 0], [1, 0, 1, 1]])
+    x.grad = None
+    getattr(backend.xp, name)(x).backward()
+    np.testing.assert_allclose(backend.host(x.grad), [[0, 0.5, 0.5, 0], [0, 0, 0, 0]])

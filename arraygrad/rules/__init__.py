@@ -274,6 +274,19 @@ def times(g, d):
     return g * d
 
 
+def sum_to(xp, g, shape):
+    """``g`` summed over the axes along which an argument of ``shape`` was broadcast. The engine
+    does this too; a rule that does it first (``x - m``, ``x / s`` with a scalar-like ``m`` or
+    ``s``) then works on the small result instead of a full-size temporary."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and g.shape[lead + i] != 1)
+    return xp.reshape(xp.sum(g, axis=axes, keepdims=True), shape)
+
+
 def reciprocal(d):
     """``1 / d`` for a derivative, computed in place when ``d`` is a large fresh temporary passed
     as an expression (``reciprocal(1 + x)``): one allocation and one pass fewer."""

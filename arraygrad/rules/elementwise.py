@@ -10,7 +10,7 @@ import cmath
 import math
 
 from . import (LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable,
-               reciprocal, times)
+               reciprocal, sum_to, times)
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
@@ -60,14 +60,30 @@ defvjp("imag", lambda xp, g: g * 1j, jvps=LINEAR)
 
 # Binary functions: one VJP per argument.
 defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2", jvps=LINEAR)
-defvjp("subtract", lambda xp, g: g, lambda xp, g: times(g, -1), arrays="x1 x2", jvps=LINEAR)
 defvjp("multiply",
        lambda xp, g, x2: times(g, conj(xp, x2)),
        lambda xp, g, x1: times(g, conj(xp, x1)), arrays="x1 x2",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
+def vjp_divide_x2(xp, g, ans, x2):
+    """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
+    to its shape first, so that only one full-size temporary is made."""
+    shape = tuple(getattr(x2, "shape", ()))
+    if shape != tuple(ans.shape):
+        return -sum_to(xp, times(g, conj(xp, ans)), shape) / conj(xp, x2)
+    return times(g, conj(xp, ans / -x2))
+
+
+def vjp_subtract_x2(xp, g, x2_shape):
+    """``-g``, summed first where ``x2`` was broadcast (``x - mean``)."""
+    if tuple(x2_shape) != tuple(g.shape):
+        return -sum_to(xp, g, x2_shape)
+    return times(g, -1)
+
+
+defvjp("subtract", lambda xp, g: g, vjp_subtract_x2, arrays="x1 x2", jvps=LINEAR)
 defvjp("divide",
        lambda xp, g, x2: g / conj(xp, x2),
-       lambda xp, g, ans, x2: -g * conj(xp, ans / x2), arrays="x1 x2",
+       vjp_divide_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t / x2, lambda xp, t, ans, x2: -t * ans / x2))
 
 

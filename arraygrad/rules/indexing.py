@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from . import LINEAR, defvjp, device_of, get_index, set_index
+from . import LINEAR, _scratch, defvjp, device_of, get_index, set_index
 
 
 def _has_arrays(key) -> bool:
@@ -49,7 +49,8 @@ def vjp_getitem(xp, g, x_shape, *, key):
 
 
 def vjp_setitem_x(xp, g, *, key):
-    return set_index(xp, g * 1, key, 0)  # a fresh array: g may be shared with other gradients
+    # g itself where the engine lets this VJP overwrite it, else a copy (g may be shared).
+    return set_index(xp, g if g is _scratch.grad else g * 1, key, 0)
 
 
 # Gathers and copy-slices are linear: their JVP is themselves, applied to the tangents.

@@ -81,10 +81,19 @@ def _prod_weights(xp, x, axis):
 
 defvjp("sum", vjp_sum, jvps=LINEAR)
 defvjp("mean", vjp_mean, jvps=LINEAR)
+def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
+    """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the share
+    is computed on the reduced shape, so one full-size pass follows the comparison."""
+    if not x.ndim:
+        return g
+    mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
+    counts = xp.sum(xp.astype(mask, g.dtype), axis=axis, keepdims=True)  # count_nonzero copies
+    share = expand_reduced(xp, g, axis, x.ndim, keepdims) / counts
+    return xp.where(mask, share, xp.zeros_like(share))
+
+
 for _name in ("max", "min"):
-    defvjp(_name,
-           lambda xp, g, x, ans, *, axis=None, keepdims=False: expand_reduced(
-               xp, g, axis, x.ndim, keepdims) * _extremum_weights(xp, x, ans, axis, keepdims),
+    defvjp(_name, vjp_extremum,
            jvps=(lambda xp, t, x, ans, *, axis=None, keepdims=False: _contract(
                xp, _extremum_weights(xp, x, ans, axis, keepdims), t, axis, keepdims),))
 defvjp("var",
