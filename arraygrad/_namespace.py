@@ -45,7 +45,8 @@ class Namespace(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        if name == "special" and "linalg" in vars(self):  # built on first use (imports SciPy)
+        # xp.special (not xp.linalg.special): built on first use, since it imports SciPy.
+        if name == "special" and self.__name__ == f"arraygrad[{self._backend.name}]":
             special = _build_special(self._backend)
             if special is not None:
                 self.special = special

@@ -467,15 +467,8 @@ def einsum(xp, subscripts, *operands):
     return xp.sum(result, axis=summed) if summed else result
 
 
-def _detached(function):
-    """A NumPy function whose result carries no gradient (comparisons, counts): it runs on the
-    values, which is safe since nothing is differentiated through it."""
-    def run(*args, **kwargs):
-        import numpy
-
-        values = [a.detach().numpy() if hasattr(a, "_inplace_assign") else a for a in args]
-        return getattr(numpy, function)(*values, **kwargs)
-    return run
+def _values(value):
+    return value.detach().numpy() if hasattr(value, "_inplace_assign") else value
 
 
 def _method(name):
@@ -563,20 +556,21 @@ FUNCTIONS = {
     "nonzero": lambda a: a.__array_namespace__().nonzero(a),
     "count_nonzero": lambda a, axis=None, *, keepdims=False: a.__array_namespace__(
         ).count_nonzero(a, axis=_axis(axis), keepdims=keepdims),
-    "unique": lambda ar, **k: ar.__array_namespace__().unique_values(ar) if not k else
-        _detached("unique")(ar, **k),
+    "unique": lambda ar: ar.__array_namespace__().unique_values(ar),
     "cross": lambda a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: _namespace_of(
         [a, b]).linalg.cross(a, b, axis=-1 if axis is None else axis),
     "pad": pad,
     "einsum": lambda subscripts, *operands, **k: einsum(_namespace_of(operands), subscripts,
                                                         *operands),
-    "isclose": _detached("isclose"), "allclose": _detached("allclose"),
-    "array_equal": _detached("array_equal"),
     "linalg.norm": _norm, "linalg.svd": _svd,
     **{f"linalg.{name}": _linalg(name) for name in (
         "det", "inv", "solve", "slogdet", "eigh", "eigvalsh", "cholesky", "qr", "pinv",
         "matrix_power", "matrix_rank", "svdvals")},
 }
+
+
+DETACHED = frozenset(("isclose", "allclose", "array_equal"))
+"""NumPy functions whose results carry no gradient (booleans): they run on the values."""
 
 
 def array_function(func, args, kwargs):
@@ -585,7 +579,13 @@ def array_function(func, args, kwargs):
     name = func.__name__
     if module.startswith("numpy.linalg"):
         name = "linalg." + name
-    implementation = FUNCTIONS.get(name)
-    if implementation is None:
-        raise unsupported(f"numpy.{name}")
-    return implementation(*args, **kwargs)
+    if name == "unique" and kwargs:  # return_counts=...: its values would come back detached
+        if getattr(args[0], "requires_grad", False):
+            raise unsupported("numpy.unique", f" with {', '.join(kwargs)} on a Variable that "
+                              "requires grad (xp.unique_values is differentiable)")
+    elif name not in DETACHED:
+        implementation = FUNCTIONS.get(name)
+        if implementation is None:
+            raise unsupported(f"numpy.{name}")
+        return implementation(*args, **kwargs)
+    return func(*[_values(a) for a in args], **kwargs)  # on the values: no gradient to keep

@@ -56,6 +56,7 @@ class Backend:
         self._fixers: dict = {}  # {type: the hook implementation that coerced it}
         self.operators = None  # set with the namespace: the functions behind Variable's operators
         self._inexact: dict = {}  # dtype -> floating or complex, cached
+        self._index_helper = None  # its plugin's arraygrad_get_index, False if none: found once
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -136,12 +137,20 @@ class Backend:
         return self._ask(self._hook.arraygrad_special)
 
     def get_index(self, array, key):
-        """``array[key]``, through the plugin where the library needs help with the key."""
-        hook = self._hook.arraygrad_get_index
-        if not hook.get_hookimpls():  # no plugin helps any library: the common case, fast
-            return array[key]
-        result = self._ask(hook, array=array, key=key)
-        return array[key] if result is None else result
+        """``array[key]``, through the backend's own plugin where it helps its library with
+        keys the standard allows (torch's negative steps). Whether it implements the hook is
+        found once: indexing is on the per-op path, and most backends need no help."""
+        helper = self._index_helper
+        if helper is None:
+            helpers = [impl for impl in self._hook.arraygrad_get_index.get_hookimpls()
+                       if impl.plugin is self.plugin]
+            helper = self._index_helper = helpers[0] if helpers else False
+        if helper:
+            result = _ask_one(helper, "arraygrad_get_index",
+                              {"backend": self.name, "array": array, "key": key}, self.plugin)
+            if result is not None:
+                return result
+        return array[key]
 
     def to_numpy(self, array):
         result = self._ask(self._hook.arraygrad_to_numpy, array=array)

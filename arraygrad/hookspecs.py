@@ -94,11 +94,10 @@ def arraygrad_special(backend: str) -> Any:
 @hookspec(firstresult=True)
 def arraygrad_get_index(backend: str, array: Any, key: Any) -> Any:
     """Return ``array[key]`` for a key the library's own ``__getitem__`` does not take but the
-    standard allows (torch: slices with a negative step).
+    standard allows (torch: slices with a negative step). Only the backend's own plugin is
+    asked, and whether it implements this hook is found once (indexing is on the per-op path).
 
     ``None`` means the default, ``array[key]``.
-
-    Calling stops at the first non-``None`` result.
     """
 
 

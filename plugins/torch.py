@@ -132,24 +132,27 @@ def arraygrad_capabilities(backend):
 
 
 class _Special:
-    """``torch.special`` under SciPy's names (``psi`` is ``digamma``); names it lacks are
-    absent, so arraygrad leaves them out of ``xp.special``."""
+    """``torch.special`` under SciPy's names (``psi`` is ``digamma``; ``rel_entr`` and
+    ``kl_div`` from ``xlogy``); names it lacks are absent, so arraygrad leaves them out of
+    ``xp.special``. torch.special takes no Python float where SciPy does (``gammaln(2.5)``,
+    ``gammainc(1.7, x)``): those become tensors like the tensor argument."""
 
     def __getattr__(self, name):
         import torch
 
         if name == "rel_entr":  # x log(x / y), 0 at x = 0, as SciPy's
-            return lambda x, y: torch.special.xlogy(x, x / y)
-        if name == "kl_div":
-            return lambda x, y: torch.special.xlogy(x, x / y) - x + y
-        function = getattr(torch.special, {"psi": "digamma"}.get(name, name))
-        if name not in ("gammainc", "gammaincc"):
-            return function
+            function = lambda x, y: torch.special.xlogy(x, x / y)  # noqa: E731
+        elif name == "kl_div":
+            function = lambda x, y: torch.special.xlogy(x, x / y) - x + y  # noqa: E731
+        else:
+            function = getattr(torch.special, {"psi": "digamma"}.get(name, name))
 
-        def with_tensors(a, x):  # these two take no Python number: make it a tensor like x
-            like = x if torch.is_tensor(x) else a
-            return function(torch.as_tensor(a, dtype=like.dtype, device=like.device),
-                            torch.as_tensor(x, dtype=like.dtype, device=like.device))
+        def with_tensors(*args):
+            like = next((a for a in args if torch.is_tensor(a)), None)
+            return function(*[torch.as_tensor(a, dtype=torch.float64 if like is None else
+                                              like.dtype, device=None if like is None else
+                                              like.device) if isinstance(a, float) else a
+                              for a in args])
         return with_tensors
 
 

@@ -164,3 +164,20 @@ def test_to_moves_a_leaf_between_numpy_and_dask():
     back = d.detach().to("numpy")
     assert isinstance(back.data, np.ndarray)
     np.testing.assert_array_equal(back.data, [0.0, 1.0, 2.0])
+
+
+def test_to_device_and_device_on_dask():
+    # dask arrays have no device attribute: array-api-compat's answer, "cpu".
+    v = ag.Variable(da.arange(3.0, chunks=2), requires_grad=True)
+    assert v.device == "cpu"
+    moved = v.to_device("cpu")
+    ag.namespace(NAME).sum(moved * moved).backward()
+    np.testing.assert_allclose(np.asarray(v.grad.data.compute()), [0.0, 2.0, 4.0])
+
+
+def test_namespace_info_says_no_boolean_indexing_on_dask():
+    # array-api-extra and SciPy choose their mask-free paths from it.
+    capabilities = ag.namespace(NAME).__array_namespace_info__().capabilities()
+    assert capabilities["boolean indexing"] is False
+    assert capabilities["data-dependent shapes"] is False
+    assert ag.namespace("numpy").__array_namespace_info__().capabilities()["boolean indexing"]

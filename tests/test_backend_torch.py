@@ -138,3 +138,34 @@ def test_to_moves_a_leaf_between_numpy_and_torch():
     np.testing.assert_array_equal(back.data, [0.0, 1.0, 2.0])
     with pytest.raises(ag.BackendError, match="moves leaves only"):
         (t * 2).to("numpy")
+
+
+@pytest.mark.parametrize("key", [
+    (slice(None, None, -1),), (Ellipsis, slice(3, 0, -2)), (0, slice(None, None, -1), slice(1, None, -3)),
+    (None, slice(None, None, -2), 1), (slice(5, None, -1),), (slice(0, 1, -1),),
+    (slice(None, None, -1), [2, 0]), (Ellipsis, slice(2, 0, -1))])
+def test_negative_step_slices_index_and_assign_as_in_numpy(key):
+    # torch refuses negative steps; the standard allows them (flipped through the plugin).
+    values = np.arange(24.0).reshape(2, 3, 4)
+    torch_key = tuple(torch.tensor(k) if isinstance(k, list) else k for k in key)
+    t = ag.Variable(torch.tensor(values), requires_grad=True)
+    out = t[torch_key]
+    np.testing.assert_array_equal(out.detach().numpy(), values[key])
+    weights = np.random.default_rng(1).standard_normal(out.shape)
+    xp = ag.namespace(NAME)
+    xp.sum(out * xp.asarray(weights)).backward()
+    expected = np.zeros_like(values)
+    np.add.at(expected, key, weights)
+    np.testing.assert_allclose(t.grad.data.numpy(), expected)
+    y = t * 1
+    y[torch_key] = 0.0
+    assigned = values.copy()
+    assigned[key] = 0.0
+    np.testing.assert_array_equal(y.detach().numpy(), assigned)
+
+
+def test_to_device_is_recorded_on_torch():
+    t = ag.Variable(torch.arange(3.0, dtype=torch.float64), requires_grad=True)
+    moved = t.to_device("cpu")
+    ag.namespace(NAME).sum(moved * moved).backward()
+    np.testing.assert_allclose(t.grad.data.numpy(), [0.0, 2.0, 4.0])

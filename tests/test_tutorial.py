@@ -272,3 +272,12 @@ def test_inplace_ops_give_correct_gradients(backend):
     with ag.no_grad():
         x -= 0.5 * x.grad  # an SGD step on a leaf is fine under no_grad
     np.testing.assert_allclose(backend.host(x), values - 0.5 * np.array([0.0, 8.0, 12.0]))
+
+
+def test_assignment_into_a_0d_variable_keeps_backward_working(backend):
+    # SciPy's stats.variation assigns into a 0-d result: NumPy's 0-d arithmetic gives scalars.
+    x = backend.variable(np.array(2.0))
+    y = x * 3
+    y[()] = 5.0
+    (y + x).backward()
+    np.testing.assert_allclose(backend.host(x.grad), 1.0)

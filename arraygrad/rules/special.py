@@ -28,9 +28,8 @@ _raw_specials: dict = {}  # {id(raw namespace): its backend's raw special functi
 def special_of(xp):
     """The special functions that go with ``xp``: the differentiable ``xp.special`` under
     ``create_graph``, else the raw special functions of ``xp``'s backend."""
-    special = getattr(xp, "special", None)
-    if special is not None:
-        return special
+    if hasattr(xp, "_backend"):  # the differentiable namespace (a raw one may have its own
+        return xp.special         # special module, as torch's: it is not SciPy's names)
     special = _raw_specials.get(id(xp))
     if special is None:
         from .._plugins import registry
@@ -76,10 +75,12 @@ UNARY = {
 
 
 def _not_differentiable(op, argument, why):
-    def vjp(xp, g):
+    """The VJP and JVP of an argument without a gradient: both raise, naming it."""
+    def refuse(xp, g):
         raise NoRuleError(f"special.{op}: no gradient with respect to {argument} ({why}); "
                           f"pass it as a constant (a Python number or a detached array).")
-    return vjp
+    refuse.refused = True
+    return refuse
 
 
 def _nonzero(xp, x, d):
@@ -106,7 +107,7 @@ def _beta_density(xp, a, b, x):
     return xp.exp((a - 1) * xp.log(x) + (b - 1) * xp.log1p(-x) - special_of(xp).betaln(a, b))
 
 
-BINARY = {  # name: (arguments, one derivative per argument), each d(xp, <arguments or ans>)
+SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(xp, <saved>)
     "xlogy": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(y)), lambda xp, x, y: x / y),
     "xlog1py": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log1p(y)),
                 lambda xp, x, y: x / (1 + y)),
@@ -131,21 +132,13 @@ BINARY = {  # name: (arguments, one derivative per argument), each d(xp, <argume
 }
 
 
-def _binary_rule(name, arguments, derivatives):
-    vjps, jvps = [], []
-    for derivative in derivatives:
-        if derivative.__name__ == "vjp":  # refused
-            vjps.append(derivative)
-            jvps.append(derivative)
-        else:
-            vjp, jvp = from_derivative(derivative)
-            vjps.append(vjp)
-            jvps.append(jvp)
-    return Rule(name, arguments.split(), vjps, jvps=jvps)
+def _rule(name, arguments, derivatives):
+    pairs = [(d, d) if getattr(d, "refused", False) else from_derivative(d) for d in derivatives]
+    return Rule(name, arguments.split(), [vjp for vjp, _ in pairs], jvps=[jvp for _, jvp in pairs])
 
 
 for _name, _derivative in UNARY.items():
     _vjp, _jvp = from_derivative(_derivative)
     SPECIAL[_name] = Rule("special." + _name, ("x",), (_vjp,), jvps=(_jvp,))
-for _name, (_arguments, *_derivatives) in BINARY.items():
-    SPECIAL[_name] = _binary_rule("special." + _name, _arguments, _derivatives)
+for _name, (_arguments, *_derivatives) in SEVERAL_ARGUMENTS.items():
+    SPECIAL[_name] = _rule("special." + _name, _arguments, _derivatives)

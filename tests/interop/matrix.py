@@ -142,7 +142,7 @@ def render(cases):
             lines.append(f"| {case.library} | `{case.name}` | {where} | {error} | "
                          f"{refusal.reason} |")
     ufuncs = sorted({*_numpy_protocol.UFUNCS, *_numpy_protocol.COMPOSED_UFUNCS})
-    functions = sorted(_numpy_protocol.FUNCTIONS)
+    functions = sorted({*_numpy_protocol.FUNCTIONS, *_numpy_protocol.DETACHED})
     lines += ["", "## NumPy functions Variables support (NEP 13 and NEP 18)", "",
               "Ufuncs, called (`np.sin(v)`), reduced (`np.add.reduce`: add, multiply, maximum, "
               "minimum, logical_and, logical_or) or accumulated (add, multiply); `out=` may only "

@@ -93,7 +93,8 @@ def test_unsupported_numpy_functions_and_options_raise_naming_them():
     for call, name in ((lambda: np.fft.hfft(v), "hfft"), (lambda: np.sin(v, out=np.empty_like(A)),
                                                           "out="),
                        (lambda: np.add.outer(v, v), "outer"), (lambda: np.polyval(v, 2.0),
-                                                               "polyval")):
+                                                               "polyval"),
+                       (lambda: np.unique(v, return_counts=True), "unique.*return_counts")):
         with pytest.raises(TypeError, match=name):
             call()
 
@@ -135,3 +136,9 @@ def test_unique_values_shares_each_gradient_among_equal_elements():
     x = ag.Variable(np.array([3.0, 1.0, 3.0, 2.0, 1.0, 3.0]), requires_grad=True)
     xp.sum(xp.unique_values(x) * xp.asarray([1.0, 2.0, 3.0])).backward()
     np.testing.assert_allclose(x.grad.data, [1.0, 0.5, 1.0, 2.0, 0.5, 1.0])
+
+
+def test_boolean_numpy_functions_run_on_the_values():
+    v = ag.Variable(A, requires_grad=True)
+    np.testing.assert_array_equal(np.isclose(v, A[0, 0]), np.isclose(A, A[0, 0]))
+    assert np.allclose(v, A) and np.array_equal(v, A)
