@@ -17,7 +17,7 @@ from ._engine import Node
 from ._plugins import registry
 from ._variable import Variable
 from .errors import BackendError, GradientError
-from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule
+from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.creation import to_device as raw_to_device
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
@@ -499,7 +499,14 @@ def _install_specials(ns, backend, recorders):
         return getitem(x, key=key)
 
     def raw_setitem(x, value, key):
-        return backend.set_index(raw_asarray(x, copy=True), key, value)
+        # Copy-on-write, except where reference counts prove that only the Variable being
+        # assigned sees x: then in place, as NumPy code expects (SciPy's at(z, i).set(nan)).
+        # x's references: that Variable's data, the recorder's raw_inputs, the slice of it and
+        # the argument tuple of this call, this argument, private's, getrefcount's. Anything
+        # else holding x (a node that saved it, a user's name) is one more: then a copy.
+        if not private(x, 7):
+            x = raw_asarray(x, copy=True)
+        return backend.set_index(x, key, value)
 
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
 

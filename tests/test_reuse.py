@@ -209,3 +209,31 @@ def test_read_only_constants_are_never_written_to(rng):
     x = ag.Variable(rng.standard_normal(LARGE), requires_grad=True)
     (xp.sum(x * read_only(2.0)) + xp.sum(x * read_only(3.0))).backward()
     np.testing.assert_array_equal(x.grad.data, np.full(LARGE, 5.0))
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+@exact_refcounts
+def test_assignment_writes_in_place_only_into_an_array_nobody_else_sees():
+    xp = ag.namespace("numpy")
+    x = ag.Variable(np.arange(5.0), requires_grad=True)
+    y = x * 3  # fresh, held by y alone: written in place, as NumPy code expects
+    address = _address(y.data)
+    y[0] = 1.0
+    assert _address(y.data) == address
+    held = y.data  # a user's name for it: copy-on-write again
+    y[1] = 9.0
+    assert held[1] == 3.0
+    del held
+    shared = y.detach()  # a Variable sharing it: copy-on-write
+    y[2] = 0.0
+    assert shared.data[2] == 6.0
+    e = xp.exp(x)  # saved by exp's backward: copy-on-write
+    before = e.data
+    e[0] = 0.0
+    assert before[0] == 1.0
+    xp.sum(e + y).backward()
+    np.testing.assert_allclose(x.grad.data, np.exp(np.arange(5.0)) * [0, 1, 1, 1, 1]
+                               + [0, 0, 0, 3, 3])

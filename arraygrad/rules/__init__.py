@@ -287,6 +287,18 @@ def sum_to(xp, g, shape):
     return xp.reshape(xp.sum(g, axis=axes, keepdims=True), shape)
 
 
+def scaled(d, s):
+    """``d * s`` for a fresh full-size ``d`` held in one local name by the calling rule and an
+    ``s`` that broadcasts to it (a reduced gradient): computed in place in ``d`` where
+    reference counts prove nothing else sees it."""
+    # d's references: the caller's name, this argument, private's, getrefcount's.
+    if (d.__class__ is s.__class__ and d.dtype == s.dtype and large(d)
+            and d.ndim >= s.ndim and private(d, 4)):
+        d *= s
+        return d
+    return d * s
+
+
 def reciprocal(d):
     """``1 / d`` for a derivative, computed in place when ``d`` is a large fresh temporary passed
     as an expression (``reciprocal(1 + x)``): one allocation and one pass fewer."""

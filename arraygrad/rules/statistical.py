@@ -9,7 +9,7 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from . import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
+from . import (LINEAR, conj, scaled, defvjp, device_of, expand_reduced, host_reads, is_complex,
                normalize_axis)
 
 
@@ -82,14 +82,14 @@ def _prod_weights(xp, x, axis):
 defvjp("sum", vjp_sum, jvps=LINEAR)
 defvjp("mean", vjp_mean, jvps=LINEAR)
 def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
-    """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the share
-    is computed on the reduced shape, so one full-size pass follows the comparison."""
+    """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the share is
+    computed on the reduced shape, then spread by the mask, in place where it is fresh."""
     if not x.ndim:
         return g
-    mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
-    counts = xp.sum(xp.astype(mask, g.dtype), axis=axis, keepdims=True)  # count_nonzero copies
-    share = expand_reduced(xp, g, axis, x.ndim, keepdims) / counts
-    return xp.where(mask, share, xp.zeros_like(share))
+    mask = xp.astype(x == expand_reduced(xp, ans, axis, x.ndim, keepdims), g.dtype)
+    share = expand_reduced(xp, g, axis, x.ndim, keepdims) / xp.sum(mask, axis=axis,
+                                                                   keepdims=True)
+    return scaled(mask, share)
 
 
 for _name in ("max", "min"):
