@@ -9,7 +9,9 @@ from ._plugins import (DEFAULT_CAPABILITIES, DEFAULT_TOLERANCES, BackendInfo, ba
                        get_backend, hookimpl, register_backend, registry)
 from ._transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from ._variable import Variable
+from . import _namespace  # noqa: F401  (installs the factory of differentiable namespaces)
 from . import autograd  # noqa: E402  (arraygrad.testing imports NumPy: import it explicitly)
+from .hookspecs import BackendSpec
 from .errors import (ArraygradError, BackendError, BackendUnavailable, BackwardError,
                      GradientError, InplaceError, NoRuleError)
 
@@ -21,7 +23,7 @@ if __import__("importlib.util").util.find_spec("einops") is not None:
 __all__ = [
     "Variable", "namespace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-    "backends", "register_backend", "hookimpl", "BackendInfo", "DEFAULT_TOLERANCES",
+    "backends", "register_backend", "hookimpl", "BackendSpec", "BackendInfo", "DEFAULT_TOLERANCES",
     "DEFAULT_CAPABILITIES", "ArraygradError", "BackendError", "BackendUnavailable",
     "BackwardError", "GradientError", "InplaceError", "NoRuleError",
 ]

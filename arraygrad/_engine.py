@@ -12,9 +12,23 @@ import weakref
 
 from . import _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
-from .rules import _scratch, is_complex, is_complex_dtype, large, private
+from .rules import is_complex, is_complex_dtype
+from .rules.reuse import _scratch, large, private
 
 _FREED = object()
+
+
+class Variable:
+    """Stands for the Variable class, which the Variable layer (above this one) installs with
+    :func:`use_variable_type` when it is imported. The engine makes Variables only for
+    ``create_graph=True`` and hooks, through ``Variable._make(value, backend, node,
+    output_nr[, requires_grad])``, and tells them apart from raw arrays with ``isinstance``."""
+
+
+def use_variable_type(cls):
+    """Install the class the engine wraps values in (called once, by the Variable layer)."""
+    global Variable
+    Variable = cls
 
 
 class Node:
@@ -101,8 +115,6 @@ class Node:
 
     def saved_variables(self):
         """The saved values as Variables connected to the graph, for ``create_graph=True``."""
-        from ._variable import Variable
-
         values = []
         for value, (kind, index) in zip(self.saved, self.rule.sources):
             if kind == "input":
@@ -167,8 +179,6 @@ def _returned(results, g) -> bool:
 
 
 def _reconnect(value, edge, backend):
-    from ._variable import Variable
-
     if isinstance(value, Variable) or not hasattr(value, "shape"):
         return value
     if edge is None:
@@ -211,8 +221,6 @@ class AccumulateGrad:
             grad = _run_hooks(variable._hooks, grad, backend, create_graph)
         old = variable._grad
         if create_graph:
-            from ._variable import Variable
-
             grad = grad if isinstance(grad, Variable) else make(grad, backend, None, 0, False)
             variable._grad = grad if old is None else old + grad
         elif old is None:
@@ -236,8 +244,6 @@ def _unshared(grad, references=5) -> bool:
 
 
 def _run_hooks(hooks, grad, backend, create_graph):
-    from ._variable import Variable
-
     wrapped = grad if isinstance(grad, Variable) else Variable._make(grad, backend, None, 0, False)
     for hook in list(hooks.values()):
         replaced = hook(wrapped)
@@ -401,8 +407,6 @@ def _accumulate(buffers, node, output_nr, grad):
 
 def _node_hooks(node, grads, create_graph):
     """Run a non-leaf's hooks on its gradient, then store it in ``.grad`` if retained."""
-    from ._variable import Variable
-
     grads = list(grads)
     for output_nr, hooks in (node.pre_hooks or {}).items():
         if grads[output_nr] is not None and hooks:

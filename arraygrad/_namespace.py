@@ -14,8 +14,8 @@ import types
 
 from . import _grad_mode, _standard
 from ._engine import Node
-from ._plugins import registry
-from ._variable import Variable
+from ._plugins import Backend, registry
+from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, Variable
 from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.creation import to_device as raw_to_device
@@ -540,8 +540,6 @@ class _OperatorTable(dict):
 def _operators(ns, backend, recorders):
     """The functions behind Variable's operators: Python's operators on the raw values, so that
     Python scalars work on every backend (``2 * x``, ``x ** 2``)."""
-    from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS
-
     table = _OperatorTable(backend.name)
     for dunder, name in {**_BINARY_OPERATORS, **_COMPARISONS}.items():
         raw_operator = getattr(operator, dunder if dunder not in ("and", "or") else dunder + "_")
@@ -556,3 +554,6 @@ def _operators(ns, backend, recorders):
         if name in vars(ns):  # a backend may lack some functions
             table[name] = getattr(ns, name)
     return table
+
+
+Backend.namespace_factory = build_namespace  # backends build their namespace through it

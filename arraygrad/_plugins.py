@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.metadata
 import sys
 import threading
@@ -10,25 +11,17 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from . import hookspecs, rules
 from .errors import BackendError, BackendUnavailable
+from .hookspecs import BackendSpec, load
 
 hookimpl = pluggy.HookimplMarker("arraygrad")
 """Marker for the hook implementations of a backend plugin (``@arraygrad.hookimpl``)."""
 
 ENTRY_POINT_GROUP = "arraygrad"
 
-DEFAULT_TOLERANCES = {
-    "float32": (1e-4, 1e-5),
-    "float64": (1e-7, 1e-9),
-    "complex64": (1e-4, 1e-5),
-    "complex128": (1e-7, 1e-9),
-}
-"""``(rtol, atol)`` per dtype for backends whose plugin gives none."""
-
-DEFAULT_CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "float64": True,
-                        "host_reads": True, "reuse_unshared": False}
-"""Capabilities assumed for backends whose plugin does not mention them."""
+DEFAULT_TOLERANCES = hookspecs.TOLERANCES
+DEFAULT_CAPABILITIES = hookspecs.CAPABILITIES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,34 +36,42 @@ class BackendInfo:
     plugin: str = ""
 
 
-class Backend:
-    """One registered backend: its raw namespace, its differentiable namespace, its facts."""
+def _default_get_index(array, key):
+    return array[key]
 
-    def __init__(self, name: str, plugin: Any, hook):
-        self.name = name
+
+class Backend:
+    """One registered backend: its spec, its raw and differentiable namespaces (made on first
+    use), and the answers derived from its spec."""
+
+    namespace_factory = None
+    """Builds the differentiable namespace of a backend; installed by the namespace layer
+    (which sits above this one) when it is imported."""
+
+    def __init__(self, spec: BackendSpec, plugin: Any, hook):
+        self.spec = spec
+        self.name = spec.name
         self.plugin = plugin
         self._hook = hook
         self._raw = None
         self._ns = None
-        self._plain_types: set[type] = set()
-        self._fixers: dict = {}  # {type: the hook implementation that coerced it}
+        self._plain_types: set[type] = set()  # types coerce leaves alone, found once each
         self.operators = None  # set with the namespace: the functions behind Variable's operators
         self._inexact: dict = {}  # dtype -> floating or complex, cached
-        self._index_helper = None  # its plugin's arraygrad_get_index, False if none: found once
+        self._capabilities = None
+        self.get_index = spec.get_index or _default_get_index  # on the per-op path: no lookup
+        self.dtypes = tuple(spec.dtypes)
         self._lock = threading.Lock()
 
     def __repr__(self):
         return f"<arraygrad backend {self.name!r}>"
-
-    def _ask(self, hook_caller, **kwargs):
-        return _first_answer(hook_caller, {"backend": self.name, **kwargs}, self.plugin)
 
     # The raw namespace is imported on first use, so a missing library costs nothing until then.
     @property
     def raw(self):
         if self._raw is None:
             try:
-                raw = self._ask(self._hook.arraygrad_namespace)
+                raw = load(self.spec.namespace)
             except Exception as exc:  # a plugin's import failure becomes "not available"
                 raise BackendUnavailable(
                     f"backend {self.name!r} is not available: {type(exc).__name__}: {exc}"
@@ -88,9 +89,10 @@ class Backend:
         if self._ns is None:
             with self._lock:
                 if self._ns is None:
-                    from ._namespace import build_namespace
-
-                    self._ns = build_namespace(self)
+                    if Backend.namespace_factory is None:
+                        raise BackendError("import arraygrad (the package) before asking a "
+                                           "backend for its differentiable namespace")
+                    self._ns = Backend.namespace_factory(self)
         return self._ns
 
     def coerce(self, array):
@@ -98,19 +100,11 @@ class Backend:
         kind = type(array)
         if kind in self._plain_types:
             return array
-        hook = self._hook.arraygrad_coerce
-        kwargs = {"backend": self.name, "array": array}
-        fixer = self._fixers.get(kind)  # the plugin that fixed this type before, asked first
-        if fixer is not None:
-            fixed = _ask_one(fixer, hook.name, kwargs, self.plugin)
-            if fixed is not None:
-                return fixed
-        answered = []
-        fixed = _first_answer(hook, kwargs, self.plugin, answered)
+        fix = self.spec.coerce
+        fixed = fix(array) if fix is not None else None
         if fixed is None:
             self._plain_types.add(kind)
             return array
-        self._fixers[kind] = answered[0]
         return fixed
 
     def is_inexact(self, dtype) -> bool:
@@ -125,63 +119,59 @@ class Backend:
     def set_index(self, array, key, value):
         """``array`` (which arraygrad owns) with ``array[key] = value``."""
         array = self.coerce(array)  # 0-d arithmetic gives NumPy scalars, which refuse assignment
-        result = self._ask(self._hook.arraygrad_set_index, array=array, key=key, value=value)
-        if result is None:
-            array[key] = value
-            return array
-        return result
+        if self.spec.set_index is not None:
+            return self.spec.set_index(array, key, value)
+        array[key] = value
+        return array
 
     @property
     def raw_special(self):
         """The backend's raw special functions (``scipy.special`` names), or None."""
-        return self._ask(self._hook.arraygrad_special)
-
-    def get_index(self, array, key):
-        """``array[key]``, through the backend's own plugin where it helps its library with
-        keys the standard allows (torch's negative steps). Whether it implements the hook is
-        found once: indexing is on the per-op path, and most backends need no help."""
-        helper = self._index_helper
-        if helper is None:
-            helpers = [impl for impl in self._hook.arraygrad_get_index.get_hookimpls()
-                       if impl.plugin is self.plugin]
-            helper = self._index_helper = helpers[0] if helpers else False
-        if helper:
-            result = _ask_one(helper, "arraygrad_get_index",
-                              {"backend": self.name, "array": array, "key": key}, self.plugin)
-            if result is not None:
-                return result
-        return array[key]
+        if self.spec.special is None:
+            return None
+        try:
+            return load(self.spec.special)
+        except ImportError:  # an optional library (SciPy for NumPy): no special functions
+            return None
 
     def to_numpy(self, array):
-        result = self._ask(self._hook.arraygrad_to_numpy, array=array)
-        if result is None:
-            raise BackendError(
-                f"no plugin converts arrays of backend {self.name!r} to NumPy: implement the hook "
-                "arraygrad_to_numpy in its plugin (the NumPy plugin converts any array that "
-                "numpy.asarray accepts, when it is installed)")
-        return result
+        return self.spec.to_numpy(array)
 
     def tolerances(self, dtype: str) -> tuple[float, float]:
-        answer = self._ask(self._hook.arraygrad_tolerances, dtype=dtype)
+        answer = self.spec.tolerances.get(dtype)
         return tuple(answer) if answer is not None else DEFAULT_TOLERANCES.get(dtype, (1e-6, 1e-8))
 
     def capabilities(self) -> dict[str, bool]:
-        answer = self._ask(self._hook.arraygrad_capabilities) or {}
-        return {**DEFAULT_CAPABILITIES, **answer}
+        answer = self._capabilities
+        if answer is None:
+            declared = self.spec.capabilities
+            declared = declared() if callable(declared) else declared
+            unknown = sorted(set(declared) - set(DEFAULT_CAPABILITIES))
+            if unknown:
+                raise BackendError(f"backend {self.name!r} declares unknown capabilities "
+                                   f"{unknown} (known: {sorted(DEFAULT_CAPABILITIES)})")
+            answer = {**DEFAULT_CAPABILITIES, **declared}
+            if not callable(self.spec.capabilities):  # a function may answer otherwise later
+                self._capabilities = answer
+        return answer
 
     def version(self) -> str:
-        answer = self._ask(self._hook.arraygrad_version)
-        if answer is None:
-            module = sys.modules.get(getattr(self.raw, "__name__", ""), None)
-            answer = getattr(module, "__version__", "")
-        return str(answer)
+        module = self.spec.library or getattr(self.raw, "__name__", "")
+        module = sys.modules.get(module) or (importlib.import_module(module) if module else None)
+        return str(getattr(module, "__version__", ""))
 
     def devices(self) -> tuple:
         info = getattr(self.raw, "__array_namespace_info__", None)
         return tuple(info().devices()) if info is not None else ()
 
     def rule_override(self, op: str):
-        return self._ask(self._hook.arraygrad_rule_override, op=op)
+        """The rule of ``op`` that this backend's plugin puts in place of the built-in one."""
+        rule = self.spec.rules.get(op)
+        if rule is None:
+            for impl in self._hook.arraygrad_rule_override.get_hookimpls():
+                if impl.plugin is self.plugin:
+                    rule = _call(impl, {"backend": self.name, "op": op})
+        return rule
 
 
 class _Registry:
@@ -221,8 +211,9 @@ class _Registry:
             try:
                 self.pm.register(plugin, name=label)
                 self.pm.check_pending()
-                provides = getattr(plugin, "arraygrad_backends", None)
-                names = _validated_names(provides()) if provides is not None else []
+                specs = _validated_specs([_call(impl, {}) for impl in
+                                          self.pm.hook.arraygrad_backend.get_hookimpls()
+                                          if impl.plugin is plugin])
             except Exception as exc:
                 if self.pm.is_registered(plugin):
                     self.pm.unregister(plugin)
@@ -230,7 +221,7 @@ class _Registry:
                 if from_entry_point:
                     return None
                 raise BackendError(f"plugin {label!r} is broken: {exc}") from exc
-            clashes = [n for n in names if n in self.backends]
+            clashes = [spec.name for spec in specs if spec.name in self.backends]
             if clashes:
                 self.pm.unregister(plugin)
                 reason = f"backend name(s) {clashes} already registered by another plugin"
@@ -238,10 +229,20 @@ class _Registry:
                 if from_entry_point:
                     return None
                 raise BackendError(f"plugin {label!r}: {reason}")
-            for backend_name in names:
-                self.backends[backend_name] = Backend(backend_name, plugin, self.pm.hook)
+            for spec in specs:
+                self.backends[spec.name] = Backend(spec, plugin, self.pm.hook)
             self._forget_answers()
             return plugin
+
+    def unregister(self, plugin: Any):
+        """Remove ``plugin`` and its backends (a test's temporary backend, say)."""
+        with self._lock:
+            if self.pm.is_registered(plugin):
+                self.pm.unregister(plugin)
+            for name, backend in list(self.backends.items()):
+                if backend.plugin is plugin:
+                    del self.backends[name]
+            self._forget_answers()
 
     def disable(self, plugin: Any, reason: str):
         """Report ``plugin`` as broken with ``reason``; drop it and its backends."""
@@ -249,22 +250,15 @@ class _Registry:
             label = self.pm.get_name(plugin)
             if label is None:
                 return  # dropped already
-            self.pm.unregister(plugin)
+            self.unregister(plugin)
             self.broken[label] = reason
-            for name, backend in list(self.backends.items()):
-                if backend.plugin is plugin:
-                    del self.backends[name]
-            self._forget_answers()
 
     def _forget_answers(self):
-        """Drop the cached answers of plugins (owners, coercions): the plugins changed."""
-        from .rules import forget_reusable_types
-
-        forget_reusable_types()
+        """Drop the answers cached from the plugins' specs (owners, coercions): they changed."""
+        rules.forget_reusable_types()
         self._by_type.clear()
         for backend in self.backends.values():
             backend._plain_types.clear()
-            backend._fixers.clear()
 
     def get(self, name: str) -> Backend:
         self.ensure_loaded()
@@ -285,45 +279,71 @@ class _Registry:
         except KeyError:
             pass
         self.ensure_loaded()
-        name = _first_answer(self.pm.hook.arraygrad_owns, {"array": array})
-        backend = self.backends.get(name) if isinstance(name, str) else None
+        owners = [(cls, backend) for cls, backend in self._owner_classes()
+                  if isinstance(array, cls)]
+        # The most derived class wins: a subclass of another library's array type may be
+        # a backend of its own (the example plugin's arrays subclass array-api-strict's).
+        best = None
+        for cls, backend in owners:
+            if best is None or (issubclass(cls, best[0]) and cls is not best[0]):
+                best = (cls, backend)
+        backend = best[1] if best is not None else None
         self._by_type[kind] = backend
         return backend
 
+    def _owner_classes(self):
+        """``(class, backend)`` for every array type a spec names whose module is imported (an
+        array of a library never imported cannot exist). A name that does not resolve is a
+        broken plugin: it is dropped and reported."""
+        found = []
+        for backend in list(self.backends.values()):
+            for name in backend.spec.arrays:
+                if isinstance(name, type):
+                    found.append((name, backend))
+                    continue
+                if name.partition(":")[0] not in sys.modules:
+                    continue
+                try:
+                    cls = load(name)
+                    if cls is None:  # made on first use of the namespace (the example plugin)
+                        continue
+                    if not isinstance(cls, type):
+                        raise TypeError(f"{name!r} is {cls!r}, not a class")
+                except Exception as exc:
+                    self.disable(backend.plugin, f"its array type {name!r} cannot be found: "
+                                                 f"{type(exc).__name__}: {exc}")
+                    break
+                found.append((cls, backend))
+        return found
 
-def _first_answer(hook_caller, kwargs, own_plugin=None, answered=None):
-    """The first non-``None`` answer of the plugins to a hook, asked one by one in pluggy's
-    order. A plugin that raises is reported broken and dropped, so that its bug never breaks
-    another plugin's backends; only ``own_plugin``'s exceptions (the backend's own plugin, such
-    as its namespace's ImportError) propagate. ``answered``, a list, receives the hook
-    implementation that answered."""
-    for impl in reversed(hook_caller.get_hookimpls()):
-        answer = _ask_one(impl, hook_caller.name, kwargs, own_plugin)
-        if answer is not None:
-            if answered is not None:
-                answered.append(impl)
-            return answer
-    return None
+
+def _call(impl, kwargs):
+    """One hook implementation's answer, with the arguments it takes (pluggy lets it take fewer
+    than its specification)."""
+    return impl.function(*[kwargs[name] for name in impl.argnames])
 
 
-def _ask_one(impl, hook_name, kwargs, own_plugin):
-    """One plugin's answer to a hook; ``None`` (and the plugin disabled) if it raises."""
-    try:
-        return impl.function(*[kwargs[name] for name in impl.argnames])
-    except Exception as exc:
-        if impl.plugin is own_plugin:
-            raise
-        registry.disable(impl.plugin, f"{hook_name} raised {type(exc).__name__}: {exc}")
-        return None
-
-
-def _validated_names(answer) -> list[str]:
-    if not isinstance(answer, (list, tuple)) or not all(isinstance(n, str) and n for n in answer):
-        raise TypeError(f"arraygrad_backends() must return a list of names, got {answer!r}")
-    return list(answer)
+def _validated_specs(answers) -> list[BackendSpec]:
+    specs = []
+    for answer in answers:
+        specs.extend(answer if isinstance(answer, (list, tuple)) else [answer])
+    bad = [spec for spec in specs if not isinstance(spec, BackendSpec)]
+    if bad or not specs:
+        raise TypeError("arraygrad_backend() must return an arraygrad.BackendSpec or a list of "
+                        f"them, got {bad[0] if bad else answers!r}")
+    return specs
 
 
 registry = _Registry()
+
+
+def _backend_of_namespace(xp) -> Backend | None:
+    return next((b for b in list(registry.backends.values()) if b._raw is xp), None)
+
+
+# Rules ask about backends through this interface (they import nothing above them).
+rules.backends.of_array = lambda array: registry.of(array)
+rules.backends.of_namespace = _backend_of_namespace
 
 
 def register_backend(plugin: Any, name: str | None = None):

@@ -11,7 +11,7 @@ import sys
 import warnings
 
 from . import _engine, _grad_mode, _numpy_protocol
-from ._plugins import registry
+from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
 
 _volatile_warned = False
@@ -297,8 +297,6 @@ class Variable:
         The result is a new leaf with the same ``requires_grad``: gradients do not flow back
         across backends, so moving a non-leaf that requires grad is an error.
         """
-        from ._plugins import get_backend
-
         target = get_backend(backend) if isinstance(backend, str) else backend
         if target is self._backend:
             return self
@@ -474,6 +472,9 @@ class Variable:
 
     def __getitem__(self, key):
         return self._backend.ns._getitem(self, key)
+
+
+_engine.use_variable_type(Variable)  # the engine wraps values for create_graph through it
 
 
 _BINARY_OPERATORS = {

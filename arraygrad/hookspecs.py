@@ -1,163 +1,148 @@
-"""Hook specifications for arraygrad backend plugins.
+"""The plugin contract: a backend is a :class:`BackendSpec`, a declaration of facts, returned by
+the hook ``arraygrad_backend``; pluggy hooks remain for behaviour (rule overrides).
 
-A backend plugin is a module or object with functions marked ``@arraygrad.hookimpl``, registered
-through the ``arraygrad`` entry-point group or with :func:`arraygrad.register_backend`. Every
-question about one backend takes its name as ``backend``; a plugin answers ``None`` for backends
-it does not provide. A hookimpl may take fewer arguments than its spec.
+A plugin is a module or object with functions marked ``@arraygrad.hookimpl``, registered through
+the ``arraygrad`` entry-point group or with :func:`arraygrad.register_backend`. It speaks only
+for the backends it declares: arraygrad never asks a plugin about another plugin's backend.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import importlib
+from typing import Any, Callable, Mapping
 
 import pluggy
 
 hookspec = pluggy.HookspecMarker("arraygrad")
 
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64", "complex64", "complex128")
+"""The dtypes of the standard, by name."""
+
+CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": True,
+                "reuse_unshared": False}
+"""What a backend can do, and the value assumed where its spec does not say:
+
+- ``inplace``: arrays are mutable (``x[key] = v`` works);
+- ``data_dependent_shapes``: boolean masks, ``nonzero``, ``unique_*`` give known shapes;
+- ``host_reads``: reading a value on the host (``bool(...)``) is cheap, so a rule may do it to
+  pick a formula (not for a lazy graph, dask, or a device, CuPy);
+- ``reuse_unshared``: arrays have NumPy's ``base`` (``None`` exactly when an array owns its
+  memory) and ``flags.writeable``, so backward may overwrite one that nothing else refers to.
+"""
+
+TOLERANCES = {
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-7, 1e-9),
+    "complex64": (1e-4, 1e-5),
+    "complex128": (1e-7, 1e-9),
+}
+"""``(rtol, atol)`` per dtype for comparing gradients, where a spec gives none."""
+
+
+def _numpy_asarray(array):
+    import numpy
+
+    return numpy.asarray(array)
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendSpec:
+    """What arraygrad needs to know about one array library. Strings name things to import on
+    first use, so that declaring a backend never imports its library; where a fact depends on
+    run time, a function may stand in for it (``namespace``, ``capabilities``, ``special``)."""
+
+    name: str
+    """The backend's name (``"numpy"``), unique across plugins."""
+    arrays: tuple[str | type, ...]
+    """The array types it owns, as ``"module:Class"`` (``"torch:Tensor"``), or classes where
+    they are at hand. A name is looked up only once its module is imported; where two backends
+    match an array, the more derived class wins (a subclass of another library's array may
+    have a backend of its own)."""
+    namespace: str | Callable[[], Any]
+    """Its Array API namespace: a module to import, or a function returning it. Raise (an
+    ``ImportError``...) with a readable reason when the library is unusable: the backend is
+    then listed as "not available: <reason>"."""
+    library: str = ""
+    """The top-level module whose ``__version__`` is reported (default: the namespace's)."""
+    to_numpy: Callable[[Any], Any] = _numpy_asarray
+    """A host NumPy array with an array's values (for comparisons only)."""
+    capabilities: Mapping[str, bool] | Callable[[], Mapping[str, bool]] = \
+        dataclasses.field(default_factory=dict)
+    """Flags of :data:`CAPABILITIES` that differ from the defaults, or a function giving them."""
+    dtypes: tuple[str, ...] = DTYPES
+    """The dtypes of the standard it has (float64, complex...): the others are not tested."""
+    tolerances: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    """``(rtol, atol)`` per dtype name where :data:`TOLERANCES` is too tight."""
+    special: str | Callable[[], Any] | None = None
+    """Its special functions under ``scipy.special``'s names (``erf``, ``gammaln``...), on raw
+    arrays: a module to import or a function returning an object with them. An ImportError
+    means none; arraygrad builds the differentiable ``xp.special`` from what is there."""
+    coerce: Callable[[Any], Any] | None = None
+    """A proper array from what the library returned instead of one (NumPy's scalars), or
+    ``None`` where the value needs nothing (the answer is remembered per type)."""
+    get_index: Callable[[Any, Any], Any] | None = None
+    """``array[key]`` for keys the standard allows and the library refuses (torch: negative
+    steps). Default: ``array[key]``."""
+    set_index: Callable[[Any, Any, Any], Any] | None = None
+    """``array`` with ``array[key] = value``, for an array arraygrad owns: a new array where
+    arrays are immutable (JAX: ``array.at[key].set(value)``). Default: in place."""
+    rules: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Faster kernels with the same maths: :class:`arraygrad.rules.Rule` by function name. The
+    conformance suite checks them exactly like the built-in rules."""
+
+    def __post_init__(self):
+        problems = []
+        if not isinstance(self.name, str) or not self.name:
+            problems.append(f"name must be a non-empty string, got {self.name!r}")
+        arrays = (self.arrays,) if isinstance(self.arrays, str) else tuple(self.arrays)
+        object.__setattr__(self, "arrays", arrays)
+        bad = [a for a in arrays if not isinstance(a, type) and (
+            not isinstance(a, str) or a.count(":") != 1)]
+        if not arrays or bad:
+            problems.append(f"arrays must name array types as 'module:Class', got {bad or arrays}")
+        if not callable(self.capabilities):
+            unknown = sorted(set(self.capabilities) - set(CAPABILITIES))
+            if unknown:
+                problems.append(f"unknown capabilities {unknown} (known: {sorted(CAPABILITIES)})")
+        unknown = sorted(set(self.dtypes) - set(DTYPES)) + sorted(
+            set(self.tolerances) - set(DTYPES) - {"float16", "bfloat16"})
+        if unknown:
+            problems.append(f"unknown dtype names {unknown} (the standard's: {', '.join(DTYPES)})")
+        if problems:
+            raise TypeError(f"BackendSpec {self.name!r}: " + "; ".join(problems))
+
+
+def load(target: str | Callable[[], Any]):
+    """The object a spec names: ``"package.module"`` imported, ``"module:attr"`` looked up in
+    it, or a function called."""
+    if callable(target):
+        return target()
+    module, _, attribute = target.partition(":")
+    value = importlib.import_module(module)
+    for part in filter(None, attribute.split(".")):
+        value = getattr(value, part)
+    return value
+
+
 # -------------------------------------------------------------------------
-# Discovery
+# Hooks
 # -------------------------------------------------------------------------
 
 
 @hookspec
-def arraygrad_backends() -> list[str]:
-    """Return the names of the backends this plugin provides (for example ``["numpy"]``).
+def arraygrad_backend() -> BackendSpec | list[BackendSpec]:
+    """Return the backend(s) this plugin provides, as :class:`BackendSpec` declarations.
 
-    Names must be unique across plugins; a clash is reported as a broken plugin.
+    Called once, when the plugin is registered. Names must be unique across plugins; a clash, or
+    an answer that is not a spec, is reported as a broken plugin.
     """
-
-
-@hookspec(firstresult=True)
-def arraygrad_owns(array: Any) -> str | None:
-    """Return the name of the backend that owns ``array``, or ``None`` if it is not yours.
-
-    Must not import the array library: look its module up in ``sys.modules`` first, since an
-    array of a library that was never imported cannot exist.
-
-    :param array: any object passed to :class:`arraygrad.Variable` or to a namespace function.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_namespace(backend: str) -> Any:
-    """Return the raw Array API namespace of ``backend``, importing the library lazily.
-
-    Raise ``ImportError`` (or any exception) with a readable message when the library is
-    missing or unusable: the backend is then listed as "not available: <reason>".
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-# -------------------------------------------------------------------------
-# Arrays
-# -------------------------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def arraygrad_coerce(backend: str, array: Any) -> Any:
-    """Return ``array`` as a proper array of ``backend`` if the library returned something else.
-
-    NumPy returns ``numpy.float64`` scalars from reductions; its plugin turns them into 0-d
-    arrays here. Return ``None`` when ``array`` needs nothing (the answer is cached per type).
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_set_index(backend: str, array: Any, key: Any, value: Any) -> Any:
-    """Return ``array`` with ``array[key] = value``; ``array`` is owned by arraygrad and may be
-    modified in place. Answer for libraries with immutable arrays (JAX: ``array.at[key].set``).
-
-    ``None`` means the default, ``array[key] = value`` in place.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_special(backend: str) -> Any:
-    """Return an object whose attributes are the library's special functions under SciPy's
-    names (``erf``, ``gammaln``, ``xlogy``...), on its raw arrays: ``scipy.special`` for NumPy,
-    an adapter of ``torch.special`` for torch. arraygrad builds the differentiable
-    ``xp.special`` from it, which SciPy's array-API mode calls; names it lacks are left out.
-
-    ``None`` means the backend has no special functions.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_get_index(backend: str, array: Any, key: Any) -> Any:
-    """Return ``array[key]`` for a key the library's own ``__getitem__`` does not take but the
-    standard allows (torch: slices with a negative step). Only the backend's own plugin is
-    asked, and whether it implements this hook is found once (indexing is on the per-op path).
-
-    ``None`` means the default, ``array[key]``.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_to_numpy(backend: str, array: Any) -> Any:
-    """Return a NumPy array on the host holding the values of ``array`` (for comparisons only).
-    The NumPy plugin answers last for every backend with ``numpy.asarray(array)``.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-# -------------------------------------------------------------------------
-# Facts about a backend
-# -------------------------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def arraygrad_version(backend: str) -> str | None:
-    """Return the version string of the library behind ``backend``.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_tolerances(backend: str, dtype: str) -> tuple[float, float] | None:
-    """Return ``(rtol, atol)`` for comparing gradients of dtype ``dtype`` (``"float32"`` ...).
-
-    ``None`` means the defaults of :data:`arraygrad.DEFAULT_TOLERANCES`.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def arraygrad_capabilities(backend: str) -> dict[str, bool] | None:
-    """Return what ``backend`` can do, as flags: ``inplace`` (arrays are mutable),
-    ``data_dependent_shapes`` (boolean masks, ``nonzero``, ``unique_*``), ``float64``,
-    ``host_reads`` (reading a value on the host is cheap), ``reuse_unshared`` (arrays have
-    NumPy's ``base``, ``None`` exactly when an array owns its memory, and ``flags.writeable``,
-    so backward may overwrite one that nothing else refers to).
-
-    Missing flags take the defaults of :data:`arraygrad.DEFAULT_CAPABILITIES`.
-
-    Calling stops at the first non-``None`` result.
-    """
-
-
-# -------------------------------------------------------------------------
-# Faster kernels
-# -------------------------------------------------------------------------
 
 
 @hookspec(firstresult=True)
 def arraygrad_rule_override(backend: str, op: str) -> Any:
-    """Return a :class:`arraygrad.rules.Rule` replacing the built-in rule of ``op`` on ``backend``.
-
-    Use it for a faster kernel with the same maths (a fused CuPy kernel, say); the conformance
-    suite checks an override exactly like the built-in rule. ``None`` keeps the built-in rule.
-
-    Calling stops at the first non-``None`` result.
+    """Return a :class:`arraygrad.rules.Rule` replacing the built-in rule of ``op`` on
+    ``backend``, where a table (``BackendSpec.rules``) is not enough: a kernel chosen at run
+    time, say. Only the plugin that declares ``backend`` is asked. ``None`` keeps the rule.
     """

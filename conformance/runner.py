@@ -120,12 +120,12 @@ class _Runner:
     def run(self, reference):
         backend, case = self.backend, self.case
         caps = backend.capabilities()
-        missing = [c for c in case.requires if not caps.get(c, True)]
-        if not caps.get("float64", True) and self.dtype in ("float64", "complex128"):
-            missing.append("float64")
+        missing = [f"capability {c!r} is False" for c in case.requires if not caps.get(c, True)]
+        if self.dtype not in backend.dtypes:
+            missing.append(f"the backend declares no {self.dtype}")
         if missing:
             for check in CHECKS:
-                self.record(check, "skip", f"capability {missing[0]!r} is False")
+                self.record(check, "skip", missing[0])
             return self.checks
         ns, raw = backend.ns, backend.raw
         raw_inputs = [self._raw(h, a) for h, a in zip(self.host, case.args)]

@@ -119,7 +119,8 @@ def test_least_squares_gradient_computes_on_a_local_cluster():
 
 def test_data_dependent_shapes_are_declared_unsupported():
     caps = ag.get_backend(NAME).capabilities()
-    assert caps["data_dependent_shapes"] is False and caps["inplace"] and caps["float64"]
+    assert caps["data_dependent_shapes"] is False and caps["inplace"]
+    assert "float64" in ag.get_backend(NAME).dtypes
     assert caps.get("host_reads") is False
 
 

@@ -82,7 +82,7 @@ def test_tolerances_per_dtype_cover_float32_against_float64():
 def test_capabilities_and_version():
     be = ag.get_backend(NAME)
     caps = be.capabilities()
-    assert caps["inplace"] and caps["data_dependent_shapes"] and caps["float64"]
+    assert caps["inplace"] and caps["data_dependent_shapes"] and "float64" in be.dtypes
     assert be.version() == torch.__version__
 
 

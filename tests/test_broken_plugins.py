@@ -16,61 +16,40 @@ import pytest
 
 HEADER = "import arraygrad as ag\n"
 
-# Plugins that fail in the ways a plugin may fail at load time or when asked for its namespace.
+
+def _declaring(name, **facts):
+    """A plugin module declaring backend ``name`` with ``facts`` (Python source)."""
+    fields = ", ".join(f"{key}={value}" for key, value in
+                       {"arrays": repr((f"{name}_lib:Array",)), **facts}.items())
+    return HEADER + textwrap.dedent(f"""
+        @ag.hookimpl
+        def arraygrad_backend():
+            return ag.BackendSpec(name={name!r}, {fields})
+    """)
+
+
+# Plugins that fail in the ways a plugin may fail at load time or when its namespace is loaded.
 AT_LOAD = {
     "broken_import": 'raise RuntimeError("this plugin fails on import on purpose")\n',
-    "broken_backends": HEADER + textwrap.dedent("""
+    "broken_backend": HEADER + textwrap.dedent("""
         @ag.hookimpl
-        def arraygrad_backends():
-            return "not-a-list"
+        def arraygrad_backend():
+            return "not-a-spec"
     """),
-    "no_namespace": HEADER + textwrap.dedent("""
-        @ag.hookimpl
-        def arraygrad_backends():
-            return ["no_namespace"]
-
-        @ag.hookimpl
-        def arraygrad_namespace(backend):
-            return None
-    """),
-    "raising_namespace": HEADER + textwrap.dedent("""
-        @ag.hookimpl
-        def arraygrad_backends():
-            return ["raising_namespace"]
-
-        @ag.hookimpl
-        def arraygrad_namespace(backend):
-            if backend == "raising_namespace":
-                raise ImportError("No module named 'imaginary_array_lib'")
-    """),
-    "clashing_name": HEADER + textwrap.dedent("""
-        @ag.hookimpl
-        def arraygrad_backends():
-            return ["no_namespace"]  # registered by the entry point above this one
-    """),
+    "unknown_fact": _declaring("unknown_fact", namespace="'numpy'",
+                               capabilities="{'complex': False}"),
+    "no_namespace": _declaring("no_namespace", namespace="lambda: None"),
+    "raising_namespace": _declaring("raising_namespace",
+                                    namespace="'imaginary_array_lib'"),
+    # registered by the entry point above this one:
+    "clashing_name": _declaring("no_namespace", namespace="'numpy'"),
 }
 
-# Plugins whose hooks raise when asked about anything, so that they would answer for other
-# backends too: called first (tryfirst), they must be dropped, not break the others.
+# A plugin whose declaration is wrong in a way seen only when arrays are looked up: it must be
+# dropped and reported, and never break the other backends.
 WHEN_ASKED = {
-    "raising_owns": HEADER + textwrap.dedent("""
-        @ag.hookimpl
-        def arraygrad_backends():
-            return ["raising_owns"]
-
-        @ag.hookimpl(tryfirst=True)
-        def arraygrad_owns(array):
-            raise RuntimeError("owns is broken on purpose")
-    """),
-    "careless_namespace": HEADER + textwrap.dedent("""
-        @ag.hookimpl
-        def arraygrad_backends():
-            return ["careless_namespace"]
-
-        @ag.hookimpl(tryfirst=True)
-        def arraygrad_namespace(backend):  # forgot to check `backend`
-            import imaginary_array_lib_2
-    """),
+    "missing_array_type": _declaring("missing_array_type", namespace="'numpy'",
+                                     arrays="('numpy:NoSuchArray',)"),
 }
 
 PROBE = textwrap.dedent("""
@@ -150,10 +129,12 @@ def when_asked(tmp_path_factory):
 @pytest.mark.parametrize("name, reason", [
     ("broken_import",
      "broken plugin: import failed: RuntimeError: this plugin fails on import on purpose"),
-    ("broken_backends",
-     "broken plugin: TypeError: arraygrad_backends() must return a list of names, got 'not-a-list'"),
+    ("broken_backend", "broken plugin: TypeError: arraygrad_backend() must return an "
+                       "arraygrad.BackendSpec or a list of them, got 'not-a-spec'"),
+    ("unknown_fact", "broken plugin: TypeError: BackendSpec 'unknown_fact': unknown "
+                     "capabilities ['complex']"),
     ("no_namespace", "its plugin returned no namespace"),
-    ("raising_namespace", "ImportError: No module named 'imaginary_array_lib'"),
+    ("raising_namespace", "ModuleNotFoundError: No module named 'imaginary_array_lib'"),
     ("clashing_name", "already registered by another plugin"),
 ])
 def test_reported_with_its_reason(at_load, name, reason):
@@ -171,20 +152,11 @@ def test_the_other_backends_keep_working_beside_plugins_broken_at_load(at_load):
         assert "not available" not in cli[backend]
 
 
-def test_a_plugin_whose_owns_hook_raises_is_dropped_and_reported(when_asked):
+def test_a_plugin_whose_array_type_cannot_be_found_is_dropped_and_reported(when_asked):
     report, _ = when_asked
     for backend in ("numpy", "array_api_strict"):
         assert report[backend] == {"ok": True, "value": [0.0, 2.0, 4.0]}, report[backend]
-    listed = report["after"]["raising_owns"]
+    listed = report["after"]["missing_array_type"]
     assert not listed["available"]
-    assert "arraygrad_owns raised RuntimeError: owns is broken on purpose" in listed["reason"]
-
-
-def test_a_plugin_whose_namespace_hook_raises_for_every_backend_is_dropped(when_asked):
-    report, cli = when_asked
-    for backend in ("numpy", "array_api_strict"):
-        assert report["before"][backend]["available"], report["before"][backend]
-        assert "not available" not in cli[backend], cli[backend]
-    listed = report["before"]["careless_namespace"]
-    assert not listed["available"] and "imaginary_array_lib_2" in listed["reason"], listed
-    assert "imaginary_array_lib_2" in cli["careless_namespace"]
+    assert ("its array type 'numpy:NoSuchArray' cannot be found: AttributeError"
+            in listed["reason"]), listed

@@ -86,26 +86,10 @@ def _broken_backend(name, overrides=None, rules=None):
 
     class Plugin:
         @ag.hookimpl
-        def arraygrad_backends(self):
-            return [name]
-
-        @ag.hookimpl(tryfirst=True)
-        def arraygrad_owns(self, array):
-            return name if isinstance(array, Owned) else None
-
-        @ag.hookimpl
-        def arraygrad_namespace(self, backend):
-            return namespace if backend == name else None
-
-        @ag.hookimpl
-        def arraygrad_coerce(self, backend, array):
-            if backend == name and type(array) is not Owned:
-                return own(array)
-            return None
-
-        @ag.hookimpl
-        def arraygrad_rule_override(self, backend, op):
-            return (rules or {}).get(op) if backend == name else None
+        def arraygrad_backend(self):
+            return ag.BackendSpec(
+                name=name, arrays=(Owned,), namespace=lambda: namespace, rules=rules or {},
+                coerce=lambda array: own(array) if type(array) is not Owned else None)
 
     if name not in ag.registry.backends:
         ag.register_backend(Plugin(), name=f"broken-{name}")

@@ -41,11 +41,8 @@ STUB = textwrap.dedent('''
 
     class Plugin:
         @ag.hookimpl
-        def arraygrad_backends(self): return ["stub"]
-        @ag.hookimpl
-        def arraygrad_owns(self, array): return "stub" if isinstance(array, Array) else None
-        @ag.hookimpl
-        def arraygrad_namespace(self, backend): return Namespace() if backend == "stub" else None
+        def arraygrad_backend(self):
+            return ag.BackendSpec(name="stub", arrays=(Array,), namespace=Namespace)
 
     ag.register_backend(Plugin())
     x = ag.Variable(Array([1.0, 2.0, 3.0]), requires_grad=True)

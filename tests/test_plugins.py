@@ -1,5 +1,6 @@
 """Backend discovery through pluggy: entry points, run-time registration, the CLI."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -41,21 +42,14 @@ def _fake_entry_points(monkeypatch, entries):
     return registry
 
 
-def _stub_plugin(name):
-    plugin = types.SimpleNamespace()
+def _stub_plugin(name, **facts):
+    """A plugin declaring backend ``name``, whose library cannot be imported."""
+    def missing_library():
+        raise ImportError(f"No module named '{name}_library'")
 
-    @ag.hookimpl
-    def arraygrad_backends():
-        return [name]
-
-    @ag.hookimpl
-    def arraygrad_namespace(backend):
-        if backend == name:
-            raise ImportError(f"No module named '{name}_library'")
-
-    plugin.arraygrad_backends = arraygrad_backends
-    plugin.arraygrad_namespace = arraygrad_namespace
-    return plugin
+    spec = ag.BackendSpec(**{"name": name, "arrays": (f"{name}_library:Array",),
+                             "namespace": missing_library, **facts})
+    return types.SimpleNamespace(arraygrad_backend=ag.hookimpl(lambda: spec))
 
 
 def test_one_broken_entry_point_never_stops_the_others(monkeypatch):
@@ -103,14 +97,63 @@ def test_loading_a_plugin_does_not_import_its_library(library):
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
-def test_to_numpy_falls_back_to_the_numpy_plugin_and_else_says_which_hook_is_missing(
-        monkeypatch):
-    registry = _fake_entry_points(monkeypatch, {"plain": lambda: _stub_plugin("plain")})
-    with pytest.raises(ag.BackendError, match="arraygrad_to_numpy"):
-        registry.get("plain").to_numpy([1.0, 2.0])
-    registry.register(__import__("arraygrad_plugins.numpy", fromlist=["x"]))
+def test_to_numpy_is_numpy_asarray_unless_the_spec_says_otherwise(monkeypatch):
+    registry = _fake_entry_points(monkeypatch, {
+        "plain": lambda: _stub_plugin("plain"),
+        "own": lambda: _stub_plugin("own", to_numpy=lambda a: np.asarray(a) * 2)})
     converted = registry.get("plain").to_numpy([1.0, 2.0])
     assert isinstance(converted, np.ndarray) and converted.tolist() == [1.0, 2.0]
+    assert registry.get("own").to_numpy([1.0, 2.0]).tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("facts, message", [
+    ({"capabilities": {"complex": False}}, "unknown capabilities ['complex']"),
+    ({"dtypes": ("float64", "complex256")}, "unknown dtype names ['complex256']"),
+    ({"tolerances": {"float46": (1e-3, 1e-3)}}, "unknown dtype names ['float46']"),
+    ({"arrays": ("numpy.ndarray",)}, "'module:Class'"),
+    ({"name": ""}, "non-empty string"),
+])
+def test_a_spec_with_a_wrong_fact_is_refused_with_the_fact_named(facts, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        ag.BackendSpec(**{"name": "x", "arrays": ("x:Array",), "namespace": "x", **facts})
+
+
+def test_a_plugin_answering_something_else_than_a_spec_is_broken(monkeypatch):
+    registry = _fake_entry_points(monkeypatch, {})
+    plugin = types.SimpleNamespace(arraygrad_backend=ag.hookimpl(lambda: ["numpy"]))
+    with pytest.raises(ag.BackendError, match="must return an arraygrad.BackendSpec"):
+        registry.register(plugin, name="old-style")
+    assert "BackendSpec" in registry.broken["old-style"]
+
+
+def test_the_most_derived_array_type_decides_the_owner(monkeypatch):
+    """A subclass of another library's array belongs to the backend that names the subclass,
+    whichever plugin registered first."""
+    class Sub(np.ndarray):
+        pass
+
+    registry = _fake_entry_points(monkeypatch, {})
+    registry.register(types.SimpleNamespace(arraygrad_backend=ag.hookimpl(
+        lambda: ag.BackendSpec(name="sub", arrays=(Sub,), namespace="array_api_compat.numpy"))))
+    registry.register(__import__("arraygrad_plugins.numpy", fromlist=["x"]))
+    assert registry.of(np.zeros(2).view(Sub)).name == "sub"
+    assert registry.of(np.zeros(2)).name == "numpy" and registry.of(np.float64(1)).name == "numpy"
+    assert registry.of([1.0]) is None
+
+
+def test_an_array_type_that_cannot_be_found_drops_only_its_plugin(monkeypatch):
+    registry = _fake_entry_points(monkeypatch, {})
+    registry.register(__import__("arraygrad_plugins.numpy", fromlist=["x"]))
+    registry.register(_stub_plugin("typo", arrays=("numpy:ndarary",)), name="typo-plugin")
+    assert registry.of(np.zeros(2)).name == "numpy"
+    assert "typo" not in registry.backends
+    assert "'numpy:ndarary' cannot be found" in registry.broken["typo-plugin"]
+
+
+def test_a_spec_declares_facts_without_importing_its_library():
+    spec = __import__("arraygrad_plugins.torch", fromlist=["x"]).arraygrad_backend()
+    assert spec.name == "torch" and spec.arrays == ("torch:Tensor",)
+    assert spec.tolerances["float16"] == (1e-2, 1e-3)
 
 
 def test_unowned_objects_give_a_clear_error():

@@ -15,7 +15,7 @@ from arraygrad.testing import check_grads
 xp = ag.namespace("numpy")
 LARGE = 1 << 16  # above REUSE_MIN_SIZE and ONES_MIN_SIZE
 exact_refcounts = pytest.mark.skipif(
-    not rules._EXACT_REFCOUNTS, reason="reuse is off where reference counts are not exact "
+    not rules.reuse._EXACT_REFCOUNTS, reason="reuse is off where reference counts are not exact "
     f"({sys.implementation.name} {sys.version_info[:2]})")
 
 
@@ -27,8 +27,8 @@ def w3_gradient(x):
 @pytest.fixture
 def reuse_everywhere(monkeypatch):
     """Reuse on arrays of every size, so that small test arrays take the same paths."""
-    monkeypatch.setattr(rules, "REUSE_MIN_SIZE", 1)
-    monkeypatch.setattr(rules, "ONES_MIN_SIZE", 1)
+    monkeypatch.setattr(rules.reuse, "REUSE_MIN_SIZE", 1)
+    monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", 1)
 
 
 FUNCTIONS = {
@@ -55,8 +55,8 @@ def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, monkeypa
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     with_reuse = variable.grad.data
-    monkeypatch.setattr(rules, "REUSE_MIN_SIZE", 1 << 62)  # the same backward, reusing nothing
-    monkeypatch.setattr(rules, "ONES_MIN_SIZE", 1 << 62)
+    monkeypatch.setattr(rules.reuse, "REUSE_MIN_SIZE", 1 << 62)  # the same backward, reusing nothing
+    monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", 1 << 62)
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     np.testing.assert_array_equal(with_reuse, variable.grad.data)
@@ -180,9 +180,8 @@ def test_only_backends_that_declare_reuse_unshared_have_arrays_reused(monkeypatc
     class Mine(np.ndarray):
         pass
 
-    plugin = types.SimpleNamespace(
-        arraygrad_backends=ag.hookimpl(lambda: ["mine"]),
-        arraygrad_owns=ag.hookimpl(lambda array: "mine" if isinstance(array, Mine) else None))
+    plugin = types.SimpleNamespace(arraygrad_backend=ag.hookimpl(
+        lambda: ag.BackendSpec(name="mine", arrays=(Mine,), namespace="array_api_compat.numpy")))
     registry = _plugins._Registry()
     monkeypatch.setattr(_plugins, "registry", registry)
     registry.register(plugin)
@@ -190,8 +189,8 @@ def test_only_backends_that_declare_reuse_unshared_have_arrays_reused(monkeypatc
         rules.forget_reusable_types()
         mine, plain = Mine((3,)), np.zeros(3)
         assert mine.base is None and plain.base is None
-        assert not rules.private(mine, 100)
-        assert rules.private(plain, 100) == rules._EXACT_REFCOUNTS
+        assert not rules.reuse.private(mine, 100)
+        assert rules.reuse.private(plain, 100) == rules.reuse._EXACT_REFCOUNTS
         assert ag.get_backend("numpy").capabilities()["reuse_unshared"]
         assert not registry.get("mine").capabilities()["reuse_unshared"]
     finally:

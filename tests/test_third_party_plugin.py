@@ -72,9 +72,7 @@ def backend(site):
         ag.register_backend(arraygrad_example, name=NAME)
     yield ag.get_backend(NAME)
     if registered_here:  # leave the session's registry as it was for the other test modules
-        registry.pm.unregister(arraygrad_example)
-        del registry.backends[NAME]
-        registry._by_type.clear()
+        registry.unregister(arraygrad_example)
     sys.path.remove(str(site))
 
 
@@ -152,7 +150,7 @@ def test_its_device_set(backend):
     with pytest.raises(ValueError, match="has no device"):
         backend.raw.ones(3, device=array_api_strict.Device("no_float64"))
     caps = backend.capabilities()
-    assert caps["inplace"] and caps["float64"]
+    assert caps["inplace"] and "float64" in backend.dtypes
 
 
 CASES = {

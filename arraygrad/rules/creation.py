@@ -1,6 +1,6 @@
 """Rules of the differentiable creation and data-type functions; the rest create constants."""
 
-from . import LINEAR, defvjp, device_of
+from ._core import LINEAR, defvjp, device_of
 
 
 def to_device(x, device, stream=None):

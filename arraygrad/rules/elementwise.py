@@ -7,10 +7,30 @@ Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
 """
 
 import cmath
+import inspect
 import math
 
-from . import (LINEAR, conj, defvjp, from_derivative, is_complex, nondifferentiable,
-               reciprocal, sum_to, times)
+from ._core import LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
+from .reuse import reciprocal, times
+
+
+def from_derivative(derivative):
+    """Return ``(vjp, jvp)`` of a holomorphic elementwise op from its derivative
+    ``d(xp, <saved>...)``: the VJP is ``g * conj(d)`` (PyTorch's convention), the JVP ``t * d``."""
+    needed = list(inspect.signature(derivative).parameters.values())[1:]
+
+    def vjp(xp, g, *saved):
+        return times(g, conj(xp, derivative(xp, *saved)))
+
+    def jvp(xp, t, *saved):
+        return t * derivative(xp, *saved)
+
+    for function in (vjp, jvp):
+        function.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp", "g")]
+            + needed)
+    return vjp, jvp
+
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {

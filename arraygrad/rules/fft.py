@@ -5,7 +5,7 @@ transforms follow PyTorch: the adjoint of ``rfft`` pads the half spectrum and ke
 part; the adjoint of ``irfft`` is ``rfft`` with the interior bins doubled (each stands for two).
 """
 
-from . import LINEAR, conj, defvjp, device_of
+from ._core import LINEAR, conj, defvjp, device_of
 
 DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 

@@ -6,7 +6,8 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from . import LINEAR, _scratch, defvjp, device_of, get_index, set_index
+from ._core import LINEAR, defvjp, device_of, get_index, set_index
+from .reuse import _scratch
 
 
 def _has_arrays(key) -> bool:

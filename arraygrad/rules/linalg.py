@@ -5,7 +5,7 @@ eigenvectors and singular vectors are defined up to phase, so only phase-invaria
 them have gradients.
 """
 
-from . import LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, nondifferentiable
+from ._core import LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, nondifferentiable
 from .linalg_eig import _diag_embed, _eye, _gaps
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 

@@ -6,7 +6,7 @@ With ``E[i, j] = L[j] - L[i]`` (1 on the diagonal) and ``P = V^{-1} dA V``, the 
 ``dL = diag(P)`` and ``dV = V (P / E, diagonal 0)`` minus its component along ``V``.
 """
 
-from . import defvjp, device_of
+from ._core import defvjp, device_of
 
 
 def _eye(xp, n, device):

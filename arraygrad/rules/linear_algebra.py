@@ -1,7 +1,7 @@
 """Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot`` and the ``linalg``
 extension's norms."""
 
-from . import conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis
+from ._core import conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis
 
 
 def _as_matrices(xp, g, x1, x2):

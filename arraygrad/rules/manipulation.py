@@ -1,6 +1,6 @@
 """Rules of the standard's manipulation functions: each VJP undoes the rearrangement."""
 
-from . import LINEAR, defjoint, defvjp
+from ._core import LINEAR, defjoint, defvjp
 
 
 def _negate(shift):

@@ -3,7 +3,7 @@
 order put there, as PyTorch does for equal values; ``unique_values`` shares each value's
 gradient equally among the elements equal to it, as ``max`` shares it among ties."""
 
-from . import LINEAR, defvjp, nondifferentiable
+from ._core import LINEAR, defvjp, nondifferentiable
 from .indexing import vjp_gather
 
 

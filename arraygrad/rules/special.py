@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 
 from ..errors import NoRuleError
-from . import Rule, from_derivative
+from ._core import Rule, backends
+from .elementwise import from_derivative
 
 SPECIAL: dict[str, Rule] = {}
 """Differentiable special functions by their ``scipy.special`` name."""
@@ -32,12 +33,9 @@ def special_of(xp):
         return xp.special         # special module, as torch's: it is not SciPy's names)
     special = _raw_specials.get(id(xp))
     if special is None:
-        from .._plugins import registry
-
-        for backend in registry.backends.values():
-            if backend._raw is xp:
-                special = _raw_specials[id(xp)] = backend.raw_special
-                break
+        backend = backends.of_namespace(xp)
+        if backend is not None:
+            special = _raw_specials[id(xp)] = backend.raw_special
     return special
 
 

@@ -9,8 +9,9 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from . import (LINEAR, conj, scaled, defvjp, device_of, expand_reduced, host_reads, is_complex,
-               normalize_axis)
+from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
+                    normalize_axis)
+from .reuse import scaled
 
 
 def _count(shape, axis):

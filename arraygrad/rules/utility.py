@@ -1,6 +1,6 @@
 """Rules of the utility functions: ``diff`` is linear; ``all`` and ``any`` are boolean."""
 
-from . import LINEAR, defjoint, device_of, nondifferentiable
+from ._core import LINEAR, defjoint, device_of, nondifferentiable
 
 
 def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepend=None,

@@ -5,12 +5,11 @@ of the standard (``CPU_DEVICE``, ``device1`` and ``device2``; not ``no_float64``
 
 Ownership is unambiguous: plain array-api-strict arrays belong to arraygrad's built-in
 ``array_api_strict`` backend, so this backend's arrays are a tiny subclass, ``ExampleArray``,
-which only the namespace below creates. ``arraygrad_owns`` runs before the built-in plugin's
-(``tryfirst``) and claims the subclass alone. arraygrad caches ownership per type, so ownership
-must follow from the type of an array, never from its values or device.
+which only the namespace below creates; where two backends' array types match, arraygrad picks
+the more derived class. Ownership is decided once per type, never by values or device.
 
-The whole plugin is the hooks at the bottom; the rest is the fix-up this backend needs (its
-namespace returns ``ExampleArray``), kept as small as array-api-compat's wrappers.
+The whole plugin is the declaration at the bottom; the rest is the fix-up this backend needs
+(its namespace returns ``ExampleArray``), kept as small as array-api-compat's wrappers.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from arraygrad import hookimpl
+from arraygrad import BackendSpec, hookimpl
 
 NAME = "example_strict"
 __version__ = "0.1.0"
@@ -115,65 +114,37 @@ def _load():
     return _namespace
 
 
-# ----------------------------------------------------------------------------------- hooks
+# ------------------------------------------------------------------------------ declaration
 
 
-@hookimpl
-def arraygrad_backends():
-    return [NAME]
-
-
-@hookimpl(tryfirst=True)  # before the built-in array_api_strict plugin, which owns the base type
-def arraygrad_owns(array):
-    # No ExampleArray exists before the namespace was built, so this never imports anything.
-    if ExampleArray is not None and isinstance(array, ExampleArray):
-        return NAME
-    return None
-
-
-@hookimpl
-def arraygrad_namespace(backend):
-    if backend == NAME:
-        return _load()
-    return None
-
-
-@hookimpl
-def arraygrad_coerce(backend, array):
+def _coerce(array):
     # Some operators of array-api-strict return the base class: make them ours again.
-    if backend == NAME:
-        strict = sys.modules.get("array_api_strict._array_object")
-        if strict is not None and type(array) is strict.Array:
-            return _load()._ours(array)
+    strict = sys.modules.get("array_api_strict._array_object")
+    if strict is not None and type(array) is strict.Array:
+        return _load()._ours(array)
     return None
+
+
+def _to_numpy(array):
+    import array_api_strict
+    import numpy
+
+    cpu = array_api_strict.__array_namespace_info__().default_device()
+    return numpy.asarray(array.to_device(cpu))  # NumPy reads CPU_DEVICE arrays only
+
+
+def _capabilities():
+    import array_api_strict
+
+    flags = array_api_strict.get_array_api_strict_flags()
+    return {"data_dependent_shapes": flags.get("data_dependent_shapes", True)}
 
 
 @hookimpl
-def arraygrad_to_numpy(backend, array):
-    if backend == NAME:
-        import array_api_strict
-        import numpy
-
-        cpu = array_api_strict.__array_namespace_info__().default_device()
-        return numpy.asarray(array.to_device(cpu))  # NumPy reads CPU_DEVICE arrays only
-    return None
-
-
-@hookimpl
-def arraygrad_version(backend):
-    if backend == NAME:
-        import array_api_strict
-
-        return array_api_strict.__version__
-    return None
-
-
-@hookimpl
-def arraygrad_capabilities(backend):
-    if backend == NAME:
-        import array_api_strict
-
-        flags = array_api_strict.get_array_api_strict_flags()
-        return {"inplace": True, "float64": True,
-                "data_dependent_shapes": flags.get("data_dependent_shapes", True)}
-    return None
+def arraygrad_backend():
+    # ExampleArray subclasses array-api-strict's Array, which the built-in backend owns: the
+    # more derived class wins, so these arrays are ours. It is None until the namespace is
+    # built, and no array of it exists before then.
+    return BackendSpec(
+        name=NAME, library="array_api_strict", arrays=(f"{__name__}:ExampleArray",),
+        namespace=_load, coerce=_coerce, to_numpy=_to_numpy, capabilities=_capabilities)

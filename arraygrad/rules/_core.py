@@ -1,0 +1,272 @@
+"""The machinery of rules: :class:`Rule` and the tables it is registered in (``defvjp``,
+``defjoint``), what a rule may ask about a backend (:data:`backends`), and helpers shared by
+the families of rules. It imports nothing of arraygrad: rules are mathematics against ``xp``."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Callable
+
+RULES: dict[str, "Rule"] = {}
+"""Differentiable functions of the standard, by name (``linalg.`` and ``fft.`` prefixed)."""
+
+NONDIFFERENTIABLE: set[str] = set()
+"""Functions whose outputs never require grad (comparisons, ``floor``, ``argmax``, ...)."""
+
+_DISPLAY = {"multiply": "Mul", "subtract": "Sub", "divide": "Div", "negative": "Neg",
+            "permute_dims": "Permute", "getitem": "Index", "setitem": "CopySlices"}
+
+
+LINEAR = "linear"
+"""``jvps=LINEAR``: the function is linear in its differentiable arguments together, so its
+JVP is the function itself applied to the tangents (JAX's ``deflinear``)."""
+
+
+TRANSPOSE = "transpose"
+"""``jvps=TRANSPOSE``: the forward mode computes ``J t`` by transposing the VJP (the gradient of
+``<VJP(g), t>`` with respect to ``g``), for functions whose tangent formula would repeat the
+VJP's work (factorizations, ``solve``, ``pinv``)."""
+
+
+class Rule:
+    """The differentiation rule of one function: its array arguments, their VJPs and JVPs."""
+
+    __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
+                 "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
+                 "pickers", "users")
+
+    def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
+                 outputs=1):
+        self.name = name
+        self.display = _DISPLAY.get(name) or "".join(
+            part.capitalize() for part in name.replace(".", "_").split("_"))
+        self.display += "Backward"
+        self.arrays = tuple(arrays)
+        self.sequence = sequence  # "list" (concat's arrays) or "varargs" (broadcast_arrays)
+        self.params = tuple(params)
+        self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
+        self.joint = joint
+        # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR or TRANSPOSE.
+        self.jvps = jvps if jvps in (LINEAR, TRANSPOSE) else tuple(jvps)
+        self.outputs = outputs
+        backward = (joint,) if joint is not None else (self.vjps or ())
+        forward = self.jvps if self.jvps not in (LINEAR, TRANSPOSE) else ()
+        saves: list[str] = []
+        self.index, self.keywords = self._bind(backward, saves)
+        self.jvp_index, self.jvp_keywords = self._bind(forward, saves)
+        self.saves = tuple(saves)
+        # None where a function takes every saved value in order (the common case).
+        every = tuple(range(len(saves)))
+        self.index = [None if index == every else index for index in self.index]
+        self.jvp_index = [None if index == every else index for index in self.jvp_index]
+        self.sources = tuple(self._source(item) for item in saves)
+        # Per VJP: a function taking the saved values to that VJP's positional arguments.
+        self.pickers = tuple(_picker(index) for index in self.index)
+        # Per saved value: the arguments whose VJP or JVP reads it (None: any argument). The
+        # namespace saves it only if one of them requires grad, as PyTorch does.
+        self.users = tuple(self._users(k) for k in range(len(saves)))
+        if joint is None and self.vjps is not None and len(self.vjps) != len(self.arrays):
+            raise TypeError(f"rule {name!r}: {len(self.vjps)} VJPs for the "
+                            f"{len(self.arrays)} array arguments {self.arrays}")
+
+    def _bind(self, functions, saves):
+        """Positions in ``saves`` of what each function needs (adding to ``saves``), and the
+        options each takes."""
+        index, keywords = [], []
+        for function in functions:
+            if function is None:
+                index.append(())
+                keywords.append(())
+                continue
+            needed, options = _signature(function, self.name)
+            for item in needed:
+                if item not in saves:
+                    saves.append(item)
+            index.append(tuple(saves.index(item) for item in needed))
+            keywords.append(options)
+        return index, keywords
+
+    def _source(self, item):
+        """Where a saved name comes from: ``("input"|"shape", argument index)``, ``("ans", 0)``,
+        or ``("inputs"|"shapes", 0)`` for a sequence argument."""
+        if item == "ans":
+            return ("ans", 0)
+        base, kind = (item[:-6], "shape") if item.endswith("_shape") else (item, "input")
+        if base not in self.arrays:
+            raise TypeError(f"rule {self.name!r}: {item!r} is neither 'ans', an argument "
+                            f"{self.arrays} nor '<argument>_shape'")
+        if self.sequence:
+            return (kind + "s", 0)
+        return (kind, self.arrays.index(base))
+
+    def _users(self, k):
+        if self.joint is not None or self.sequence or self.jvps in (LINEAR, TRANSPOSE):
+            return None
+        return frozenset(i for indexes in (self.index, self.jvp_index)
+                         for i, index in enumerate(indexes) if index is None or k in index)
+
+    def __repr__(self):
+        return f"<Rule {self.name}>"
+
+
+def _picker(index):
+    """``saved -> args`` for a VJP taking the saved values at ``index`` (None: all of them)."""
+    if index is None:
+        return lambda saved: saved
+    if not index:
+        return lambda saved: ()
+    if len(index) == 1:
+        (position,) = index
+        return lambda saved: (saved[position],)
+    return operator.itemgetter(*index)
+
+
+def _signature(function: Callable, name: str):
+    """Split a VJP's parameters after ``(xp, g)`` into saved names and keyword options."""
+    parameters = list(inspect.signature(function).parameters.values())[2:]
+    needed = tuple(p.name for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD)
+    keywords = tuple(p.name for p in parameters if p.kind == p.KEYWORD_ONLY)
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        keywords = None  # takes every option
+    return needed, keywords
+
+
+def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1):
+    """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient)."""
+    RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
+                       outputs=outputs)
+
+
+def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,
+             jvps=(), outputs: int = 1):
+    """Register one VJP returning the gradients of all array arguments of ``name`` at once."""
+    RULES[name] = Rule(name, arrays.split(), (), joint=vjp, jvps=jvps, params=params.split(),
+                       sequence=sequence, outputs=outputs)
+
+
+def no_rule(name: str) -> Rule:
+    """A placeholder rule for a function nobody wrote a rule for: backward through it raises."""
+    return Rule(name, (), None)
+
+
+def nondifferentiable(*names: str):
+    """Declare functions whose results never carry gradients."""
+    NONDIFFERENTIABLE.update(names)
+
+
+class BackendQueries:
+    """What a rule may ask about the backend of an array or namespace. Rules import nothing
+    above them: the plugin layer installs its answers here when it is imported. The answer is
+    an object with ``set_index``, ``get_index``, ``capabilities()`` and ``raw_special``; ``None``
+    (the default) means a backend that needs no help, as NumPy."""
+
+    @staticmethod
+    def of_array(array):
+        return None
+
+    @staticmethod
+    def of_namespace(xp):
+        return None
+
+
+backends = BackendQueries()
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers shared by rules
+# ----------------------------------------------------------------------------------------------
+
+_COMPLEX_DTYPES: dict = {}  # {dtype class: {dtype: is complex}}: libraries' dtypes never meet
+
+
+def is_complex(a) -> bool:
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        return isinstance(a, complex)
+    return is_complex_dtype(dtype)
+
+
+def is_complex_dtype(dtype) -> bool:
+    cache = _COMPLEX_DTYPES.setdefault(dtype.__class__, {})
+    try:
+        return cache[dtype]
+    except KeyError:
+        answer = cache[dtype] = "complex" in str(dtype)
+        return answer
+
+
+def conj(xp, a):
+    """Complex conjugate, free for real values (the VJP of a holomorphic op is ``g * conj(d)``)."""
+    if is_complex(a):
+        return a.conjugate() if isinstance(a, complex) else xp.conj(a)
+    return a
+
+
+def set_index(xp, array, key, value):
+    """``array`` with ``array[key] = value``, for an array the rule just made: in place where the
+    backend allows it, as a new array where arrays are immutable (JAX)."""
+    if hasattr(array, "_edge"):  # a Variable, under create_graph: recorded copy-on-write
+        # (checked by _edge: torch tensors have a grad_fn too)
+        array[key] = value
+        return array
+    backend = backends.of_array(array)
+    if backend is None:
+        array[key] = value
+        return array
+    return backend.set_index(array, key, value)
+
+
+def get_index(array, key):
+    """``array[key]`` for a rule: through the backend, whose library may need help with keys
+    the standard allows (torch's negative-step slices); a Variable indexes itself."""
+    if hasattr(array, "_edge"):  # a Variable (torch tensors have a grad_fn too)
+        return array[key]
+    backend = backends.of_array(array)
+    return array[key] if backend is None else backend.get_index(array, key)
+
+
+def device_of(a):
+    """The device of ``a``, to make new arrays beside it; ``None`` (the default device) for
+    libraries whose arrays have no ``device`` attribute (dask)."""
+    return getattr(a, "device", None)
+
+
+def host_reads(x) -> bool:
+    """Whether a rule may read values of ``x`` on the host (``bool(...)``) to pick a formula:
+    False where that would compute a lazy graph (dask) or copy from a device (capability
+    ``host_reads``)."""
+    backend = getattr(x, "_backend", None) or backends.of_array(x)  # a Variable knows its own
+    return backend is None or backend.capabilities()["host_reads"]
+
+
+def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` as a sorted tuple of non-negative ints (None means every axis)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    return tuple(sorted(a % ndim if ndim else a for a in axis))
+
+
+def expand_reduced(xp, g, axis, ndim: int, keepdims: bool):
+    """Reinsert the axes a reduction removed, so that ``g`` broadcasts to the input's shape."""
+    if keepdims or ndim == 0:
+        return g
+    shape = list(g.shape)
+    for a in normalize_axis(axis, ndim):
+        shape.insert(a, 1)
+    return xp.reshape(g, tuple(shape))
+
+
+def sum_to(xp, g, shape):
+    """``g`` summed over the axes along which an argument of ``shape`` was broadcast. The engine
+    does this too; a rule that does it first (``x - m``, ``x / s`` with a scalar-like ``m`` or
+    ``s``) then works on the small result instead of a full-size temporary."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and g.shape[lead + i] != 1)
+    return xp.reshape(xp.sum(g, axis=axes, keepdims=True), shape)

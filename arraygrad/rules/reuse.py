@@ -1,0 +1,126 @@
+"""Memory reuse in backward. NumPy elides temporaries in ``a * b + c``; a backward pass makes
+as many, so rules reuse them explicitly, where reference counts prove nothing else can see them.
+The engine marks the gradient a VJP may overwrite (``_scratch``); only arrays of backends with
+the capability ``reuse_unshared`` ever qualify."""
+
+from __future__ import annotations
+
+import sys
+
+from ._core import backends, host_reads
+
+_EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+"""Reference counts tell who can see an array only where every reference is counted: CPython
+before 3.14, whose interpreter may borrow references. Elsewhere nothing is reused."""
+
+
+def private(array, references: int) -> bool:
+    """Whether ``array`` owns its memory (NumPy's ``base is None``), is writeable and has at
+    most ``references`` references, so that nothing else can see it being overwritten. Only
+    arrays of backends with the capability ``reuse_unshared`` qualify."""
+    return (_EXACT_REFCOUNTS and reusable(array) and array.base is None
+            and sys.getrefcount(array) <= references
+            and getattr(array.flags, "writeable", True))  # no such flag: always writeable
+
+
+def reusable(array) -> bool:
+    """Whether ``array``'s backend has the capability ``reuse_unshared`` (cached per type)."""
+    answer = _reusable_types.get(array.__class__)
+    if answer is None:
+        answer = _reusable_types[array.__class__] = _reusable(array)
+    return answer
+
+
+_reusable_types: dict = {}  # {array type: whether its backend has reuse_unshared}
+
+
+def _reusable(array) -> bool:
+    backend = backends.of_array(array)
+    return (backend is not None and hasattr(array, "base")
+            and backend.capabilities()["reuse_unshared"])
+
+
+def forget_reusable_types():
+    """Drop the cached answers of ``private``: the registered backends changed."""
+    _reusable_types.clear()
+
+
+class _Scratch:
+    """The gradient that the running VJP may overwrite, set by the engine around the call. One
+    for all threads: it names an array only its own backward can reach, so another thread's
+    VJP never holds it, and a race only loses a reuse."""
+
+    __slots__ = ("grad",)
+
+    def __init__(self):
+        self.grad = None
+
+
+_scratch = _Scratch()
+
+
+REUSE_MIN_SIZE = 4096
+"""Arrays smaller than this are not worth reusing: small allocations are cheap."""
+
+ONES_MIN_SIZE = 1 << 15
+"""Below this size, checking that a gradient is a broadcast 1 costs more than multiplying."""
+
+
+def large(a) -> bool:
+    """Whether ``a`` has at least ``REUSE_MIN_SIZE`` elements (False for lazy sizes)."""
+    size = getattr(a, "size", None)
+    return size.__class__ is int and size >= REUSE_MIN_SIZE
+
+
+def _broadcast_one(g) -> bool:
+    """Whether ``g`` is a large broadcast of the number 1 (what ``sum`` sends back from a
+    scalar loss): multiplying by it changes nothing, so it can be skipped."""
+    return (_EXACT_REFCOUNTS and reusable(g) and g.size >= ONES_MIN_SIZE and g.ndim > 0
+            and not any(g.strides) and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
+
+
+_REAL_SCALARS = (int, float)
+
+
+def times(g, d):
+    """``g * d`` for a VJP, without a new array where none is needed: computed in place in
+    ``g`` (when the engine allows it), ``d`` itself when ``g`` is a broadcast 1, or computed in
+    place in ``d`` when ``d`` is a fresh temporary passed as an expression (``times(g,
+    xp.cos(x))``), always keeping the shape and dtype of ``g * d``. A VJP calls it at most once,
+    as its last use of ``g`` and of ``d``; joint VJPs never get a ``g`` they may overwrite."""
+    if g is _scratch.grad:  # the engine lets this VJP overwrite g
+        if d.__class__ in _REAL_SCALARS or (
+                d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
+            g *= d
+            return g
+    elif (d.__class__ is g.__class__ and large(g) and d.dtype == g.dtype
+          and d.shape == g.shape):
+        if _broadcast_one(g):
+            return d
+        if private(d, 3):  # d's references: this argument, private's, getrefcount's
+            d *= g
+            return d
+    return g * d
+
+
+def scaled(d, s):
+    """``d * s`` for a fresh full-size ``d`` held in one local name by the calling rule and an
+    ``s`` that broadcasts to it (a reduced gradient): computed in place in ``d`` where
+    reference counts prove nothing else sees it."""
+    # d's references: the caller's name, this argument, private's, getrefcount's.
+    if (d.__class__ is s.__class__ and d.dtype == s.dtype and large(d)
+            and d.ndim >= s.ndim and private(d, 4)):
+        d *= s
+        return d
+    return d * s
+
+
+def reciprocal(d):
+    """``1 / d`` for a derivative, computed in place when ``d`` is a large fresh temporary passed
+    as an expression (``reciprocal(1 + x)``): one allocation and one pass fewer."""
+    # d's references: this argument, private's, getrefcount's. private() admits NumPy-like
+    # arrays only, whose power with exponent -1 is the reciprocal 1 / d.
+    if large(d) and private(d, 3) and d.dtype.kind in "fc":
+        d **= -1
+        return d
+    return 1 / d

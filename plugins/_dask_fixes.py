@@ -1,0 +1,85 @@
+"""What dask needs to follow the standard where array-api-compat leaves it (missing functions,
+reshapes and transforms across chunks), and SciPy's special functions on dask arrays. Used by
+the dask plugin's declaration."""
+
+
+class Namespace:
+    """``array_api_compat.dask.array`` plus the functions of the standard it lacks (below)."""
+
+    def __init__(self, compat):
+        self._compat = compat
+        self.__name__ = compat.__name__  # so that arraygrad.namespace(compat) finds this backend
+
+    def __getattr__(self, name):
+        value = getattr(self._compat, name)
+        if name == "fft":
+            value = SingleChunkFFT(value)
+        setattr(self, name, value)  # found once: rules look functions up on every backward
+        return value
+
+    def __repr__(self):
+        return f"<arraygrad's fix-ups over {self._compat!r}>"
+
+    @staticmethod
+    def broadcast_shapes(*shapes):
+        # Missing in dask: a question about shapes alone, NumPy answers it.
+        import numpy
+
+        return numpy.broadcast_shapes(*shapes)
+
+    def reshape(self, x, /, shape, *, copy=None):
+        # dask reshapes only by merging or evenly splitting chunked axes ((3, 4) in chunks of
+        # 1 row cannot become (2, 6)); the standard allows any shape of the same size: put
+        # the whole array in one chunk first where dask cannot do it otherwise.
+        try:
+            return self._compat.reshape(x, shape, copy=copy)
+        except NotImplementedError:
+            return self._compat.reshape(x.rechunk(-1), shape, copy=copy)
+
+    @staticmethod
+    def take_along_axis(x, indices, /, *, axis=-1):
+        # Missing in dask (arraygrad's sort and max/min rules use it): gather within blocks that
+        # hold the whole of ``axis``, the other axes broadcast and chunked alike.
+        import dask.array
+        import numpy
+
+        axis = axis % x.ndim
+        shape = [max(a, b) if i != axis else None for i, (a, b) in
+                 enumerate(zip(x.shape, indices.shape))]
+        x = dask.array.broadcast_to(x, tuple(x.shape[axis] if n is None else n for n in shape))
+        indices = dask.array.broadcast_to(
+            indices, tuple(indices.shape[axis] if n is None else n for n in shape))
+        x = x.rechunk({axis: -1})
+        indices = indices.rechunk({**{i: c for i, c in enumerate(x.chunks) if i != axis},
+                                   axis: -1})
+        return dask.array.map_blocks(numpy.take_along_axis, x, indices, axis=axis,
+                                     dtype=x.dtype, chunks=indices.chunks)
+
+
+class SingleChunkFFT:
+    """dask's fft transforms only along axes held in one chunk (arraygrad's fft rules pad and
+    crop, which splits chunks): give each transform its input in one chunk."""
+
+    def __init__(self, fft):
+        self._fft = fft
+
+    def __getattr__(self, name):
+        function = getattr(self._fft, name)
+        if name in ("fftfreq", "rfftfreq") or not callable(function):
+            return function
+
+        def transform(x, /, *args, **kwargs):
+            return function(x.rechunk(-1), *args, **kwargs)
+
+        return transform
+
+
+class Special:
+    """SciPy's special functions (NumPy ufuncs) applied elementwise to dask arrays, lazily."""
+
+    def __getattr__(self, name):
+        import dask.array
+        import scipy.special
+
+        ufunc = getattr(scipy.special, name)
+        return lambda *args: dask.array.core.elemwise(ufunc, *args)
