@@ -1,11 +1,8 @@
-"""Dask backend: ``dask.array`` through array-api-compat's standard-conforming wrapper.
+"""Dask backend: ``dask.array`` through array-api-compat's standard-conforming wrapper
+(``pip install "arraygrad[dask]"``).
 
-Install with ``pip install "arraygrad[dask]"``.
-
-Forward and backward stay lazy: a gradient is a dask array, computed when the user calls
-``.compute()`` or ``dask.compute(...)``. With a ``dask.distributed.Client`` connected, that
-computation runs on the cluster's workers, like any other dask computation.
-
+Forward and backward stay lazy: a gradient is a dask array, computed by ``.compute()`` or
+``dask.compute(...)``, on a ``dask.distributed`` cluster's workers when a client is connected.
 Boolean masks, ``nonzero`` and ``unique_*`` give arrays of unknown shape, to which no gradient
 can be fitted (``data_dependent_shapes: False``); rules must not read values to choose a formula,
 which would compute (``host_reads: False``).
