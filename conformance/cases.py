@@ -101,8 +101,9 @@ for _op, (_d1, _d2) in BINARY_DOMAINS.items():
         case(_op, "complex", _f, Arg((3,), "complex"), Arg((3,), "complex"),
              dtypes=("complex128", "complex64"))
 case("clip", "scalars", lambda xp, x: xp.clip(x, -0.5, 0.5), (3, 4))
-case("clip", "arrays", lambda xp, x, lo, hi: xp.clip(x, lo, hi), (3, 4), Arg((4,), "normal"),
-     Arg((3, 1), "positive"))
+# hi = lo + a positive width, so that lo <= hi holds for every seed.
+case("clip", "arrays", lambda xp, x, lo, width: xp.clip(x, lo, lo + width), (3, 4),
+     Arg((4,), "normal"), Arg((3, 1), "positive"))
 
 # ------------------------------------------------------------------------ statistical
 AXES = {"None": None, "0": 0, "-1": -1, "(0,2)": (0, 2)}
@@ -180,9 +181,15 @@ def _svd_invariant(xp, a):
     return S, (U * S[..., None, :]) @ Vh * 2 + U[..., :1] * Vh[..., :1, :]
 
 
-def _qr_invariant(xp, a):
-    Q, R = xp.linalg.qr(a)
-    return Q * 2 + 0.5 * R[..., :1, :]
+def _outer_of_first_row(xp, v):
+    """``v[0]^T v[0]``: a function of a singular vector that does not depend on its sign."""
+    row = v[..., :1, :]
+    return xp.matrix_transpose(row) @ row
+
+
+def _qr_invariant(xp, a, mode="reduced"):
+    Q, R = xp.linalg.qr(a, mode=mode)
+    return Q * 2, 0.5 * R
 
 
 def _setitem(x, v):
@@ -197,9 +204,9 @@ LINALG = {
     "linalg.det": (lambda xp, a: xp.linalg.det(a), "well_conditioned"),
     "linalg.slogdet": (lambda xp, a: xp.linalg.slogdet(a)[1], "well_conditioned"),
     # Symmetric-input functions read one triangle: differentiate through a symmetrization.
-    "linalg.cholesky": (lambda xp, a: xp.linalg.cholesky((a + a.mT) / 2), "spd"),
-    "linalg.eigvalsh": (lambda xp, a: xp.linalg.eigvalsh((a + a.mT) / 2), "separated"),
-    "linalg.eigh": (lambda xp, a: _eigh_invariant(xp, (a + a.mT) / 2), "separated"),
+    "linalg.cholesky": (lambda xp, a: xp.linalg.cholesky((a + xp.matrix_transpose(a)) / 2), "spd"),
+    "linalg.eigvalsh": (lambda xp, a: xp.linalg.eigvalsh((a + xp.matrix_transpose(a)) / 2), "separated"),
+    "linalg.eigh": (lambda xp, a: _eigh_invariant(xp, (a + xp.matrix_transpose(a)) / 2), "separated"),
     "linalg.svd": (lambda xp, a: _svd_invariant(xp, a), "well_conditioned"),
     "linalg.qr": (lambda xp, a: _qr_invariant(xp, a), "well_conditioned"),
     "linalg.eigvals": (lambda xp, a: xp.real(xp.linalg.eigvals(a)), "separated"),
@@ -212,6 +219,24 @@ LINALG = {
 }
 for _op, (_f, _domain) in LINALG.items():
     case(_op, "3x3", _f, Arg((3, 3), _domain), second_order=_op in ("linalg.inv", "linalg.det"))
+# Rectangular matrices, options and complex inputs: variants a wrong rule cannot hide in.
+for _shape in ((2, 3), (3, 2)):
+    _name = "x".join(map(str, _shape))
+    case("linalg.svd", _name, lambda xp, a: _svd_invariant(xp, a), Arg(_shape, "well_conditioned"))
+    case("linalg.svd", f"{_name},Vh", lambda xp, a: _outer_of_first_row(
+        xp, xp.linalg.svd(a, full_matrices=False)[2]), Arg(_shape, "well_conditioned"))
+    case("linalg.qr", _name, lambda xp, a: _qr_invariant(xp, a), Arg(_shape, "well_conditioned"))
+    case("linalg.pinv", _name, lambda xp, a: xp.linalg.pinv(a), Arg(_shape, "well_conditioned"))
+case("linalg.qr", "2x3,complete", lambda xp, a: _qr_invariant(xp, a, mode="complete"),
+     Arg((2, 3), "well_conditioned"))
+case("linalg.cholesky", "upper", lambda xp, a: xp.linalg.cholesky((a + xp.matrix_transpose(a)) / 2, upper=True),
+     Arg((3, 3), "spd"))
+case("linalg.slogdet", "complex,sign", lambda xp, a, b: _real_view(xp, xp.linalg.slogdet(
+    _complex(xp, a) + 0.3 * b)[0]), Arg((3, 3), "well_conditioned"), Arg((3, 3), "complex"),
+    dtypes=("complex128", "complex64"))
+case("linalg.slogdet", "complex,logabs", lambda xp, a, b: xp.linalg.slogdet(
+    _complex(xp, a) + 0.3 * b)[1], Arg((3, 3), "well_conditioned"), Arg((3, 3), "complex"),
+    dtypes=("complex128", "complex64"))
 case("linalg.solve", "matrix", lambda xp, a, b: xp.linalg.solve(a, b),
      Arg((3, 3), "well_conditioned"), (3, 2))
 case("linalg.outer", "basic", lambda xp, a, b: xp.linalg.outer(a, b), (3,), (4,))
@@ -247,6 +272,13 @@ def draw(arg: Arg, dtype: str, rng) -> np.ndarray:
     """A host array for ``arg`` in ``dtype`` (complex dtypes draw both parts)."""
     shape, domain = arg.shape, arg.domain
     real_dtype = {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+    if domain == "well_conditioned" and shape[-2] != shape[-1]:  # singular values 1..2
+        m, n = shape[-2:]
+        u, _ = np.linalg.qr(rng.standard_normal((m, m)))
+        v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        k = min(m, n)
+        matrix = (u[:, :k] * np.linspace(1.0, 2.0, k)) @ v[:, :k].T
+        return np.broadcast_to(matrix, shape).astype(real_dtype)
     if domain in ("spd", "separated", "well_conditioned"):
         n = shape[-1]
         q, _ = np.linalg.qr(rng.standard_normal((n, n)))

@@ -14,6 +14,8 @@ class Namespace:
         value = getattr(self._compat, name)
         if name == "fft":
             value = SingleChunkFFT(value)
+        elif name == "linalg":
+            value = Linalg(value)
         setattr(self, name, value)  # found once: rules look functions up on every backward
         return value
 
@@ -54,6 +56,25 @@ class Namespace:
                                    axis: -1})
         return dask.array.map_blocks(numpy.take_along_axis, x, indices, axis=axis,
                                      dtype=x.dtype, chunks=indices.chunks)
+
+
+class Linalg:
+    """array-api-compat's dask ``linalg``, whose ``cholesky`` passes dask's default through:
+    the *upper* factor. The standard's is the lower one unless ``upper=True``."""
+
+    def __init__(self, linalg):
+        self._linalg = linalg
+
+    def __getattr__(self, name):
+        value = getattr(self._linalg, name)
+        setattr(self, name, value)  # found once
+        return value
+
+    @staticmethod
+    def cholesky(x, /, *, upper=False):
+        import dask.array
+
+        return dask.array.linalg.cholesky(x, lower=not upper)
 
 
 class SingleChunkFFT:

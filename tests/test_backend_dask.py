@@ -182,3 +182,30 @@ def test_namespace_info_says_no_boolean_indexing_on_dask():
     assert capabilities["boolean indexing"] is False
     assert capabilities["data-dependent shapes"] is False
     assert ag.namespace("numpy").__array_namespace_info__().capabilities()["boolean indexing"]
+
+
+def test_cholesky_is_the_lower_factor_and_its_gradient_matches_central_differences():
+    """array-api-compat's dask cholesky returned dask's default, the upper factor: values and
+    gradients were silently those of another function."""
+    from arraygrad.testing import check_grads
+
+    a = np.array([[4.0, 2.0, 0.4], [2.0, 3.0, 0.5], [0.4, 0.5, 2.0]])
+    xp = ag.namespace(NAME)
+    lower = xp.linalg.cholesky(ag.Variable(da.from_array(a)))
+    np.testing.assert_allclose(lower.data.compute(), np.linalg.cholesky(a), rtol=1e-12)
+    weights = np.random.default_rng(0).standard_normal((3, 3))
+    for upper in (False, True):
+        check_grads(lambda m: xp.sum(xp.linalg.cholesky((m + xp.matrix_transpose(m)) / 2,
+                                                        upper=upper) * xp.asarray(weights)),
+                    a, backend=NAME)
+
+
+def test_the_linear_algebra_cases_of_the_conformance_suite_pass_on_dask():
+    from arraygrad.conformance import runner
+
+    results, unavailable = runner.run([NAME], pattern="linalg.*")
+    assert not unavailable
+    failures = [(r.case.id, r.dtype) for r in results if r.status == "fail"]
+    assert not failures
+    ran = {r.case.id for r in results if r.status == "pass"}
+    assert {"linalg.cholesky[3x3]", "linalg.cholesky[upper]", "linalg.svd[2x3]"} <= ran

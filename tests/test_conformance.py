@@ -296,11 +296,13 @@ def test_pytest_plugin_gives_one_test_per_case_with_readable_ids(tmp_path):
     assert "4 passed" in done.stdout
 
 
+@pytest.mark.parametrize("seed", [0, 1, 3])
 @pytest.mark.parametrize("backend", ["numpy", "array_api_strict"])
-def test_every_case_passes_on_the_built_in_backends(backend):
+def test_every_case_passes_on_the_built_in_backends(backend, seed):
     """The whole suite: every differentiable function of the standard, every variant, checked
-    against central differences (and second order, forward mode, NumPy) on this backend."""
-    results, unavailable = runner.run([backend])
+    against central differences (and second order, forward mode, NumPy) on this backend, for
+    several seeds: every case's domain holds for any draw (``lo <= hi`` for clip, say)."""
+    results, unavailable = runner.run([backend], seed=seed)
     assert not unavailable
     failures = [(r.case.id, r.dtype, {k: v[1] for k, v in r.checks.items() if v[0] == "fail"})
                 for r in results if r.status == "fail"]

@@ -32,7 +32,8 @@ def vjp_slogdet(xp, g, x, ans):
     sign, _ = ans
     c = g_logabs
     if "complex" in str(sign.dtype):  # the phase of the determinant moves with Im tr(A^-1 dA)
-        c = c - 1j * xp.imag(conj(xp, sign) * g_sign)
+        # dL = Re(c tr(A^-1 dA)) with c = g_logabs - i Im(conj(sign) g_sign): gA = conj(c) A^-H
+        c = c + 1j * xp.imag(conj(xp, sign) * g_sign)
     return _scalar(c) * H(xp, xp.linalg.inv(x))
 
 
@@ -132,7 +133,7 @@ def _svd_backward(xp, gU, gS, gVh, U, S, Vh):
         grad = grad + (gU - U @ (H(xp, U) @ gU)) / xp.astype(S_cols, U.dtype)
     grad = grad @ Vh
     if gV is not None and Vh.shape[-1] > S.shape[-1]:
-        grad = grad + H(xp, (gV - V @ (H(xp, V) @ gV)) / xp.astype(S_cols, U.dtype))
+        grad = grad + U @ H(xp, (gV - V @ (H(xp, V) @ gV)) / xp.astype(S_cols, U.dtype))
     return grad
 
 
@@ -149,18 +150,29 @@ def vjp_svdvals(xp, g, x):
     return (U * xp.astype(g, U.dtype)[..., None, :]) @ Vh
 
 
-def vjp_qr(xp, g, ans, *, mode="reduced"):
-    (gQ, gR), (Q, R) = g, ans
-    m, n = Q.shape[-2], R.shape[-1]
-    if mode != "reduced" or m < n:
-        raise NotImplementedError(
-            f"linalg.qr: gradients exist here for mode='reduced' with at least as many rows as "
-            f"columns; got mode={mode!r} and a {m}x{n} input (as in PyTorch)")
-    # gA = (gQ + Q syminvadj(triu(gR R^H - Q^H gQ))) R^-H
+def _qr_backward(xp, gQ, gR, Q, R):
+    """PyTorch's ``linalg_qr_backward`` for ``A = QR`` with ``Q`` square or tall:
+    ``gA = (gQ + Q copyltu(M)) R^-H`` with ``M = triu(gR R^H - Q^H gQ)``."""
     M = xp.triu(gR @ H(xp, R) - H(xp, Q) @ gQ)
     eye = xp.astype(_eye(xp, M.shape[-1], device_of(M)), M.dtype)
     S = M + H(xp, M) - eye * xp.astype(xp.real(M), M.dtype)
     return H(xp, xp.linalg.solve(R, H(xp, gQ + Q @ S)))
+
+
+def vjp_qr(xp, g, ans, *, mode="reduced"):
+    (gQ, gR), (Q, R) = g, ans
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:  # Q is m x m in both modes. A = [X | Y], R = [U | V] with X = Q U, Y = Q V:
+        # X's gradient is the square case with gQ + Y gV^H, Y's is Q gV (PyTorch's split).
+        U, V, gU, gV = R[..., :m], R[..., m:], gR[..., :m], gR[..., m:]
+        gX = _qr_backward(xp, gQ + (Q @ V) @ H(xp, gV), gU, Q, U)
+        return xp.concat([gX, Q @ gV], axis=-1)
+    if mode != "reduced" and m > n:
+        raise NotImplementedError(
+            f"linalg.qr: mode={mode!r} of a {m}x{n} input (more rows than columns) has no "
+            "gradient: the last m - n columns of Q are not unique (as in PyTorch). Use "
+            "mode='reduced'.")
+    return _qr_backward(xp, gQ, gR, Q, R)
 
 
 defvjp("linalg.cholesky", vjp_cholesky, jvps=(jvp_cholesky,))
