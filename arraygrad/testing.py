@@ -53,7 +53,7 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
     inputs = [Variable(raw.asarray(a), requires_grad=_is_inexact(a)) for a in arrays]
     outs = _outputs(f(*inputs))
     us_host = [random_like(rng, be.to_numpy(o.data)) for o in outs]
-    us = [raw.asarray(u) for u in us_host]
+    us = [raw.asarray(np.array(u, copy=True)) for u in us_host]  # never shared with us_host
     # backward with u as the outputs' gradient: the VJP, with nothing else recorded.
     roots = [(o, u) for o, u in zip(outs, us) if o.requires_grad]
     if roots:  # else f is constant in its inputs (the gradient of a linear map)

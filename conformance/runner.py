@@ -152,7 +152,9 @@ class _Runner:
                      for r, h in zip(raw_inputs, self.host)]
         outs = _outputs(case.call(ns, *variables))
         us_host = [random_like(self.rng, backend.to_numpy(o.data)) for o in outs]
-        us = [raw.asarray(u) for u in us_host]
+        # A private copy: raw.asarray may share memory with the host array, and then a VJP
+        # that writes into its cotangent would change both and pass the invariant below.
+        us = [raw.asarray(np.array(u, copy=True)) for u in us_host]
         before = [backend.to_numpy(r).copy() for r in raw_inputs]
         grads = _vjp(outs, [v for v in variables if v.requires_grad], us)
         self._invariants(variables, grads, raw_inputs, before, us, us_host)

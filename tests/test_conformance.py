@@ -126,6 +126,19 @@ def test_a_wrong_gradient_override_fails_exactly_that_op():
     assert all(r.checks["cross_backend"][0] == "fail" for r in results if r.status == "fail")
 
 
+def test_a_rule_that_writes_into_its_cotangent_fails_the_invariants():
+    def overwriting(xp, g, ans):
+        g *= ans  # the right value, but the caller's cotangent is destroyed
+        return g
+
+    name = _broken_backend("overwrites_g", rules={"exp": Rule("exp", ["x"], [overwriting])})
+    results = [r for r in _run(name, _subset()) if r.case.op == "exp"
+               and r.case.variant != "size0" and r.case.variant != "0d"]
+    assert results and all(r.checks["invariants"][:2] == ("fail", "the upstream gradient was "
+                                                      "modified") for r in results), [
+        (r.case.id, r.checks["invariants"]) for r in results]
+
+
 def test_a_gradient_of_the_wrong_dtype_fails_exactly_that_op():
     # multiply's gradient comes back in float32, and this backend's astype ignores its dtype,
     # so the engine's cast cannot repair it.
