@@ -41,12 +41,6 @@ TOLERANCES = {
 """``(rtol, atol)`` per dtype for comparing gradients, where a spec gives none."""
 
 
-def _numpy_asarray(array):
-    import numpy
-
-    return numpy.asarray(array)
-
-
 @dataclasses.dataclass(frozen=True)
 class BackendSpec:
     """What arraygrad needs to know about one array library. Strings name things to import on
@@ -66,8 +60,9 @@ class BackendSpec:
     then listed as "not available: <reason>"."""
     library: str = ""
     """The top-level module whose ``__version__`` is reported (default: the namespace's)."""
-    to_numpy: Callable[[Any], Any] = _numpy_asarray
-    """A host NumPy array with an array's values (for comparisons only)."""
+    to_numpy: Callable[[Any], Any] | None = None
+    """A host NumPy array with an array's values (for comparisons only). Default: the NumPy
+    backend's ``asarray`` (buffer protocol, ``__array__``, DLPack), through its plugin."""
     capabilities: Mapping[str, bool] | Callable[[], Mapping[str, bool]] = \
         dataclasses.field(default_factory=dict)
     """Flags of :data:`CAPABILITIES` that differ from the defaults, or a function giving them."""

@@ -101,9 +101,12 @@ def test_to_numpy_is_numpy_asarray_unless_the_spec_says_otherwise(monkeypatch):
     registry = _fake_entry_points(monkeypatch, {
         "plain": lambda: _stub_plugin("plain"),
         "own": lambda: _stub_plugin("own", to_numpy=lambda a: np.asarray(a) * 2)})
+    assert registry.get("own").to_numpy([1.0, 2.0]).tolist() == [2.0, 4.0]
+    with pytest.raises(ag.BackendError, match="declares no to_numpy"):
+        registry.get("plain").to_numpy([1.0, 2.0])
+    registry.register(__import__("arraygrad_plugins.numpy", fromlist=["x"]))
     converted = registry.get("plain").to_numpy([1.0, 2.0])
     assert isinstance(converted, np.ndarray) and converted.tolist() == [1.0, 2.0]
-    assert registry.get("own").to_numpy([1.0, 2.0]).tolist() == [2.0, 4.0]
 
 
 @pytest.mark.parametrize("facts, message", [
