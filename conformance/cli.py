@@ -21,11 +21,22 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the results as JSON to this file")
     parser.add_argument("--html", help="write a self-contained HTML report to this file")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="a function the standard requires but the backend lacks is a skip "
+                             "(work in progress), not a failure")
+    parser.add_argument("--external", choices=["auto", "torch", "jax", "none"], default="auto",
+                        help="the independent reference compared with every case: torch.autograd "
+                             "or jax.vjp (auto: whichever is installed)")
+    parser.add_argument("-x", "--exitfirst", action="store_true",
+                        help="stop at the first failing case run")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     results, unavailable = runner.run(args.backend, args.op, args.dtype, args.seed,
-                                      None if args.quiet else runner.progress_bar())
+                                      None if args.quiet else runner.progress_bar(),
+                                      allow_missing=args.allow_missing,
+                                      external_library=None if args.external == "none"
+                                      else args.external, exitfirst=args.exitfirst)
     print(report.text(results, unavailable))
     print(f"\n{len(results)} case runs in {time.perf_counter() - started:.1f} s")
     if args.json:

@@ -21,6 +21,19 @@ def summary(results):
     return table
 
 
+def removed(results):
+    """``{backend: {reason: count}}``: the case runs a declaration of the backend removed (a
+    capability set to False, a dtype not declared, a function missing with --allow-missing), so
+    that a certificate shows what it does not cover."""
+    table = collections.defaultdict(collections.Counter)
+    for r in results:
+        if r.status == "skip":
+            reason = next(iter(r.checks.values()))[1]
+            if reason.startswith(("capability", "the backend declares no", "not provided")):
+                table[r.backend][reason] += 1
+    return table
+
+
 def text(results, unavailable) -> str:
     """The summary matrix and each failure with its errors and a command reproducing it."""
     table = summary(results)
@@ -34,6 +47,9 @@ def text(results, unavailable) -> str:
             cells.append(_cell(counts))
         lines.append(f"{backend:<18}" + "".join(f"{c:>16}" for c in cells) + f"{_cell(total):>16}")
     lines.append("(passed/failed/skipped; deviations are known failures listed per backend)")
+    for backend, reasons in sorted(removed(results).items()):
+        for reason, count in sorted(reasons.items()):
+            lines.append(f"{backend}: {count} case run(s) not run: {reason}")
     for name, reason in sorted(unavailable.items()):
         lines.append(f"{name}: {reason}")
     failures = [r for r in results if r.status == "fail"]
@@ -62,6 +78,7 @@ def as_json(results, unavailable, seed) -> dict:
         "seed": seed,
         "unavailable": unavailable,
         "summary": {b: {f: dict(c) for f, c in row.items()} for b, row in summary(results).items()},
+        "removed": {b: dict(reasons) for b, reasons in removed(results).items()},
         "results": [{
             "backend": r.backend, "case": r.case.id, "op": r.case.op, "variant": r.case.variant,
             "family": r.case.family, "dtype": r.dtype, "status": r.status,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import sys
+import types
 import zlib
 from importlib import resources
 
@@ -14,6 +15,7 @@ import arraygrad as ag
 from arraygrad.errors import BackendUnavailable
 from arraygrad.testing import grad_function, gradient_errors, random_like
 
+from . import behaviour, external
 from .cases import CASES, CHECKS, draw
 
 REFERENCE = "numpy"
@@ -80,13 +82,19 @@ def _errors(got, expected):
     return float(np.max(diff)), float(np.max(diff / np.maximum(np.abs(expected), 1e-30)))
 
 
+FLOAT64 = ("float64", "complex128")
+JACOBIAN_SIZE = 24  # the full Jacobian is checked when inputs and outputs have at most this
+#                     many real coordinates; larger cases rely on the random projections
+
+
 class _Runner:
     """Checks of one case on one backend in one dtype."""
 
-    def __init__(self, backend, case, dtype, seed, tolerances):
+    def __init__(self, backend, case, dtype, seed, tolerances, allow_missing=False):
         self.backend, self.case, self.dtype, self.seed = backend, case, dtype, seed
         self.rtol, self.atol = tolerances
         self.rtol = case.rtol.get(dtype, self.rtol)
+        self.allow_missing = allow_missing
         self.rng = np.random.default_rng(seed + zlib.crc32(case.id.encode()))
         self.host = [draw(arg, dtype, self.rng) for arg in case.args]
         self.checks = {}
@@ -108,14 +116,22 @@ class _Runner:
         for g, e in zip(got, expected):
             if np.shape(g) != np.shape(e):
                 return self.record(check, "fail", f"shape {np.shape(g)} != {np.shape(e)}")
+            g, e = np.asarray(g, dtype=complex), np.asarray(e, dtype=complex)
             abs_err, rel_err = _errors(g, e)
             worst = (max(worst[0], abs_err), max(worst[1], rel_err))
-            if not np.allclose(np.asarray(g, dtype=complex), np.asarray(e, dtype=complex),
-                               rtol=rtol, atol=atol, equal_nan=True):
-                return self.record(check, "fail",
-                                   f"max abs error {abs_err:.3g}, max rel error {rel_err:.3g} "
-                                   f"(rtol {rtol:g}, atol {atol:g})", (abs_err, rel_err))
+            if not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=self.case.nan_expected):
+                nans = np.isnan(g) | np.isnan(e)
+                detail = (f"NaN where {'it' if np.isnan(e).all() else 'the reference'} "
+                          "is not NaN" if nans.any() and not self.case.nan_expected else
+                          f"max abs error {abs_err:.3g}, max rel error {rel_err:.3g}")
+                return self.record(check, "fail", f"{detail} (rtol {rtol:g}, atol {atol:g})",
+                                   (abs_err, rel_err))
         self.record(check, "pass", "", worst)
+
+    def skip_all(self, reason, status="skip"):
+        for check in CHECKS:
+            self.record(check, status, reason)
+        return self.checks
 
     def run(self, reference):
         backend, case = self.backend, self.case
@@ -124,16 +140,22 @@ class _Runner:
         if self.dtype not in backend.dtypes:
             missing.append(f"the backend declares no {self.dtype}")
         if missing:
-            for check in CHECKS:
-                self.record(check, "skip", missing[0])
-            return self.checks
+            return self.skip_all(missing[0])
+        if case.behaviour is not None:
+            return self._behaviour()
+        self.record("behaviour", "skip", "checked by the autograd.* cases")
         ns, raw = backend.ns, backend.raw
         raw_inputs = [self._raw(h, a) for h, a in zip(self.host, case.args)]
         try:
             expected = _outputs(case.call(raw, *raw_inputs))
-        except AttributeError as exc:  # the backend lacks the function
-            for check in CHECKS:
-                self.record(check, "skip", f"not provided by the backend: {exc}")
+        except AttributeError as exc:
+            if not _lacks_function(exc, raw):
+                raise
+            if case.extension or self.allow_missing:
+                return self.skip_all(f"not provided by the backend: {exc}")
+            self.skip_all("not run: the backend lacks a function")
+            self.record("forward", "fail", f"not provided by the backend: {exc}; the standard "
+                        "requires it (--allow-missing turns this into a skip)")
             return self.checks
         # 1. Forward values, dtype, shape and device equal the backend's own.
         got = _outputs(case.call(ns, *[ag.Variable(r) for r in raw_inputs]))
@@ -158,25 +180,45 @@ class _Runner:
         before = [backend.to_numpy(r).copy() for r in raw_inputs]
         grads = _vjp(outs, [v for v in variables if v.requires_grad], us)
         self._invariants(variables, grads, raw_inputs, before, us, us_host)
-        # 2. The numerical gradient (float64 only).
         f = lambda *xs: case.call(ns, *xs)  # noqa: E731
-        if self.dtype in ("float64", "complex128"):
+        host_grads = [backend.to_numpy(g.data) if g is not None else None for g in grads]
+        smooth = case.convention is None
+        kink = "not differentiable at this input: checked against the convention"
+        # 2. The numerical gradient (float64 only), projected and, for small cases, in full.
+        if not smooth:
+            self.record("numerical", "skip", kink)
+        elif self.dtype in FLOAT64:
             analytic, numeric = gradient_errors(f, self.host, backend, seed=self.seed)
             self.compare("numerical", [analytic], [numeric], rtol=1e-5, atol=1e-7)
         else:
             self.record("numerical", "skip", "central differences need float64")
-        # 3. Agreement with the reference backend on the same host inputs.
-        self._cross_backend(grads, us_host, reference)
+        self._jacobian(f, grads, us_host, kink if not smooth else None)
+        # 3. Agreement with the reference backend and an independent library.
+        self._cross_backend(host_grads, us_host, reference)
+        self._external(host_grads, us_host, reference)
+        self._convention(host_grads, us_host)
         # 5. Second order.
-        if case.second_order and self.dtype == "float64":
+        if case.second_order and self.dtype in FLOAT64 and smooth:
             analytic, numeric = gradient_errors(grad_function(f, backend, self.seed + 1),
                                                 self.host, backend, seed=self.seed + 2)
             self.compare("second_order", [analytic], [numeric], rtol=1e-5, atol=1e-7)
         else:
             self.record("second_order", "skip", "not marked for second order"
-                        if not case.second_order else "second order is checked in float64")
+                        if not case.second_order else kink if not smooth else
+                        "second order is checked in float64")
         # 6. Forward mode: <u, J v> = <J^H u, v>.
         self._forward_mode(f, raw_inputs, grads, us_host)
+        return self.checks
+
+    def _behaviour(self):
+        self.skip_all("an engine behaviour, checked by itself")
+        try:
+            self.case.behaviour(self.backend, self.rng)
+            self.record("behaviour", "pass")
+        except behaviour.Skip as exc:
+            self.record("behaviour", "skip", str(exc))
+        except AssertionError as exc:
+            self.record("behaviour", "fail", str(exc))
         return self.checks
 
     def _invariants(self, variables, grads, raw_inputs, before, us, us_host):
@@ -206,16 +248,78 @@ class _Runner:
                 problems.append("gradients alias each other")
         self.record("invariants", "fail" if problems else "pass", "; ".join(problems))
 
-    def _cross_backend(self, grads, us_host, reference):
+    def _jacobian(self, f, grads, us_host, kink):
+        """The full Jacobian of a small case by central differences (one column per real input
+        coordinate), contracted with the cotangent: every coordinate of the reverse-mode
+        gradient is checked, not only a random projection of it."""
+        if kink:
+            return self.record("jacobian", "skip", kink)
+        if self.dtype not in FLOAT64:
+            return self.record("jacobian", "skip", "checked in float64")
+        if not self.backend.capabilities().get("host_reads", True):
+            return self.record("jacobian", "skip", "host reads are slow on this backend (2n "
+                               "evaluations): the projections and cross_backend stand in")
+        backend, raw = self.backend, self.backend.raw
+        columns = [(i, j, unit) for i, h in enumerate(self.host)
+                   if np.issubdtype(h.dtype, np.inexact)
+                   for j in range(h.size) for unit in ((1, 1j) if np.iscomplexobj(h) else (1,))]
+        if not columns or len(columns) > JACOBIAN_SIZE:
+            return self.record("jacobian", "skip", f"checked up to {JACOBIAN_SIZE} real input "
+                               "coordinates (the random projections cover larger inputs)")
+        eps = 1e-6
+
+        def loss(host_inputs):  # Re<u, f(x)>, on the host
+            outs = _outputs(f(*[ag.Variable(raw.asarray(h)) for h in host_inputs]))
+            return sum(float(np.real(np.vdot(u, backend.to_numpy(o.data))))
+                       for u, o in zip(us_host, outs))
+
+        numeric, analytic = [], []
+        by_input = iter(grads)
+        grads = {i: next(by_input) for i, h in enumerate(self.host)
+                 if np.issubdtype(h.dtype, np.inexact)}
+        for i, j, unit in columns:
+            step = np.zeros(self.host[i].size, self.host[i].dtype)
+            step[j] = eps * unit
+            moved = [[h + sign * step.reshape(h.shape) if n == i else h
+                      for n, h in enumerate(self.host)] for sign in (1, -1)]
+            numeric.append((loss(moved[0]) - loss(moved[1])) / (2 * eps))
+            g = grads[i]
+            value = 0 if g is None else backend.to_numpy(g.data).reshape(-1)[j]
+            analytic.append(np.real(np.conj(unit) * value))  # Re<grad, unit e_j>
+        self.compare("jacobian", [np.array(analytic)], [np.array(numeric)], rtol=1e-5, atol=1e-7)
+
+    def _cross_backend(self, got, us_host, reference):
         if reference is None or self.backend.name == REFERENCE and self.dtype == "float64":
             return self.record("cross_backend", "skip", "this is the reference")
         expected = reference(self.case, self.host, us_host)
-        got = [self.backend.to_numpy(g.data) if g is not None else None for g in grads]
         pairs = [(g, e) for g, e in zip(got, expected) if g is not None and e is not None]
         self.compare("cross_backend", [g for g, _ in pairs], [e for _, e in pairs])
 
+    def _external(self, got, us_host, reference):
+        """Agreement with torch.autograd or jax.vjp: an implementation sharing nothing with
+        arraygrad's rules (skipped when neither is installed or the case cannot run there)."""
+        expected = getattr(reference, "external", None)
+        if expected is None:
+            return self.record("external", "skip", "no external reference (install torch or "
+                               "jax, or it was turned off)")
+        try:
+            expected = expected(self.case, self.host, us_host)
+        except external.Unsupported as exc:
+            return self.record("external", "skip", str(exc))
+        # A gradient one side leaves out (not reached, not differentiable) is zero.
+        pairs = [(np.zeros_like(e) if g is None else g, np.zeros_like(g) if e is None else e)
+                 for g, e in zip(got, expected) if g is not None or e is not None]
+        self.compare("external", [g for g, _ in pairs], [e for _, e in pairs])
+
+    def _convention(self, got, us_host):
+        if self.case.convention is None:
+            return self.record("convention", "skip", "differentiable at this input")
+        wide = [h.astype(np.complex128 if np.iscomplexobj(h) else np.float64) for h in self.host]
+        expected = self.case.convention(wide, us_host)
+        self.compare("convention", [g for g in got if g is not None], expected)
+
     def _forward_mode(self, f, raw_inputs, grads, us_host):
-        if self.dtype not in ("float64", "complex128"):
+        if self.dtype not in FLOAT64:
             return self.record("forward_mode", "skip", "checked in float64")
         inexact = [np.issubdtype(h.dtype, np.inexact) for h in self.host]
         if not all(inexact):
@@ -231,6 +335,14 @@ class _Runner:
         self.compare("forward_mode", [forward], [backward], rtol=1e-7, atol=1e-9)
 
 
+def _lacks_function(exc: AttributeError, raw) -> bool:
+    """Whether ``exc`` says that the backend's namespace ``raw`` (or its ``linalg``/``fft``
+    extension) lacks a function, not that the case or a rule failed."""
+    owner = getattr(exc, "obj", None)
+    return isinstance(owner, types.ModuleType) or type(owner) is type(raw) or any(
+        owner is getattr(raw, extension, None) for extension in ("linalg", "fft"))
+
+
 def _vjp(outs, inputs, cotangents):
     """The gradients of ``sum Re<u, out>`` with respect to ``inputs``, straight from backward
     with the cotangents as output gradients (nothing else of the namespace is used)."""
@@ -241,8 +353,10 @@ def _vjp(outs, inputs, cotangents):
                                  allow_unused=True))
 
 
-def _reference():
-    """The NumPy float64 gradients of a case on given host inputs and cotangents."""
+def _reference(external_library="auto"):
+    """The NumPy float64 gradients of a case on given host inputs and cotangents; its
+    ``external`` attribute computes them with torch or jax (``external_library``: ``"auto"``
+    for whichever is installed, ``"torch"``, ``"jax"``, or None for no external check)."""
     backend = ag.get_backend(REFERENCE)
 
     def gradients(case, host, us_host):
@@ -255,10 +369,31 @@ def _reference():
         grads = _vjp(outs, [v for v in variables if v.requires_grad], us)
         return [g.data if g is not None else None for g in grads]
 
+    # auto: torch when installed (seconds for the whole suite); jax only when asked for, as it
+    # runs the cases op by op (minutes).
+    library = ("torch" if external.available() == "torch" else None
+               ) if external_library == "auto" else external_library
+    if library:
+        cache = {}
+
+        def external_gradients(case, host, us_host):
+            # The same case, dtype and seed draw the same inputs on every backend: compute once.
+            key = (case.id, *(h.tobytes() for h in host), *(u.tobytes() for u in us_host))
+            if key not in cache:
+                try:
+                    cache[key] = external.gradients(case, host, us_host, library)
+                except external.Unsupported as exc:
+                    cache[key] = exc
+            if isinstance(cache[key], Exception):
+                raise cache[key]
+            return cache[key]
+
+        gradients.external = external_gradients
     return gradients
 
 
-def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None):
+def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
+        allow_missing=False, external_library="auto", exitfirst=False):
     """Run the suite; returns ``(results, unavailable)`` where ``unavailable`` maps backend
     names to reasons."""
     ag.registry.ensure_loaded()
@@ -275,24 +410,28 @@ def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None):
     jobs = [(b, c, d) for b in targets for c in cases for d in c.dtypes
             if dtypes is None or d in dtypes or d.replace("complex", "float") in dtypes
             or {"complex64": "float32", "complex128": "float64"}.get(d) in (dtypes or ())]
-    reference = _reference()
+    reference = _reference(external_library)
     results = []
     known = {b.name: deviations(b.name) for b in targets}
     for index, (backend, case, dtype) in enumerate(jobs):
         if progress:
             progress(index, len(jobs), f"{backend.name} {case.id} {dtype}")
-        results.append(run_one(backend, case, dtype, seed, reference, known[backend.name]))
+        results.append(run_one(backend, case, dtype, seed, reference, known[backend.name],
+                               allow_missing=allow_missing))
+        if exitfirst and results[-1].status == "fail":
+            break
     if progress:
         progress(len(jobs), len(jobs), "done")
     return results, unavailable
 
 
-def run_one(backend, case, dtype, seed=0, reference=None, known=None) -> Result:
+def run_one(backend, case, dtype, seed=0, reference=None, known=None, *,
+            allow_missing=False) -> Result:
     """Run every check of ``case`` on ``backend`` (a Backend or a name) in ``dtype``."""
     backend = ag.get_backend(backend) if isinstance(backend, str) else backend
     reference = reference or _reference()
     known = deviations(backend.name) if known is None else known
-    runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype))
+    runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype), allow_missing)
     try:
         checks = runner.run(reference)
     except Exception as exc:  # a crash fails the case once; the checks left did not run
