@@ -267,6 +267,19 @@ def retained_grad_is_kept(backend, rng):
     xp.sum(x * x).backward()  # adds 2x into x.grad
     _close(backend, h.grad, ch, "h.grad after a later backward into x")
     _close(backend, x.grad, ch + 2 * xh, "x.grad after two backward passes")
+    # Retained gradients accumulate over backward passes, and belong to their own output.
+    (x, xh), (c, ch) = _leaf(backend, rng), _leaf(backend, rng, requires_grad=False)
+    h = x * c
+    h.retain_grad()
+    y = xp.sum(h * h)
+    y.backward(retain_graph=True)
+    y.backward()
+    _close(backend, h.grad, 4 * xh * ch, "h.grad after two backward passes through h")
+    m, _ = _leaf(backend, rng, (2, 3))
+    first, second = xp.unstack(m)
+    second.retain_grad()
+    xp.sum(first + 3 * second).backward()
+    _close(backend, second.grad, np.full(3, 3.0), "the retained .grad of unstack's 2nd output")
 
 
 @_check
@@ -305,7 +318,33 @@ def devices(backend, rng):
         _close(backend, x.grad, 3 * host ** 2, f"the gradient on device {device}")
 
 
+@_check
+def transforms(backend, rng):
+    """grad (with has_aux), vjp called twice, jvp, a non-square jacobian and hessian, on raw
+    arrays of the backend, as JAX's transforms."""
+    xp, raw = backend.ns, backend.raw
+    xh = rng.uniform(0.5, 2.0, (2,))
+    x = raw.asarray(xh)
+    cube = lambda v: xp.sum(v ** 3)  # noqa: E731
+    g, aux = ag.grad(lambda v: (cube(v), "aux"), has_aux=True)(x)
+    assert aux == "aux", f"[{backend.name}] grad(has_aux=True) returned {aux!r} as aux"
+    _close(backend, g, 3 * xh ** 2, "grad of sum(x**3)")
+    _close(backend, ag.hessian(cube)(x), np.diag(6 * xh), "hessian of sum(x**3)")
+    stacked = lambda v: xp.stack([v[0] * v[1], v[1] ** 2, v[0]])  # noqa: E731
+    expected = np.array([[xh[1], xh[0]], [0, 2 * xh[1]], [1, 0]])
+    _close(backend, ag.jacobian(stacked)(x), expected, "the (3, 2) jacobian")
+    _, pullback = ag.vjp(stacked, x)
+    u = raw.asarray(np.array([1.0, -2.0, 0.5]))
+    for call in ("first", "second"):
+        cotangent = pullback(u)
+        cotangent = cotangent[0] if isinstance(cotangent, tuple) else cotangent
+        _close(backend, cotangent, np.array([1.0, -2.0, 0.5]) @ expected, f"vjp, {call} call")
+    _, tangent = ag.jvp(stacked, (x,), (raw.asarray(np.array([0.25, -1.0])),))
+    _close(backend, tangent, expected @ np.array([0.25, -1.0]), "jvp")
+
+
 BEHAVIOURS: dict[str, Callable] = {
+    "transforms": transforms,
     "retained_grad_is_kept": retained_grad_is_kept,
     "wraps_own_results": wraps_own_results,
     "devices": devices,

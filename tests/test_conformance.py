@@ -162,8 +162,11 @@ def test_a_gradient_of_the_wrong_dtype_fails_exactly_that_op():
                           and not c.variant.startswith(("complex,", "dtype"))])
     expected = {(r.case.id, r.dtype) for r in results if r.case.op == "multiply"
                 and r.dtype != "float32"}  # float32 inputs: a float32 gradient is right
-    assert expected and _failed(results) == expected
-    failing = [r for r in results if r.status == "fail"]
+    # (second order of other ops differentiates their VJPs, which multiply: left out here)
+    first_order = {(r.case.id, r.dtype) for r in results if any(
+        status == "fail" for check, (status, *_) in r.checks.items() if check != "second_order")}
+    assert expected and first_order == expected
+    failing = [r for r in results if (r.case.id, r.dtype) in first_order]
     assert all("dtype" in r.checks["invariants"][1] for r in failing)
 
 
