@@ -86,6 +86,10 @@ class BackendSpec:
     rules: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Faster kernels with the same maths: :class:`arraygrad.rules.Rule` by function name. The
     conformance suite checks them exactly like the built-in rules."""
+    deviations: str | Callable[[], str] | None = None
+    """Known failures of the conformance suite on this backend, shipped with the plugin:
+    ``"package:file.txt"`` (a file in its package) or a function returning the text. Format:
+    docs/conformance.md."""
 
     def __post_init__(self):
         problems = []

@@ -34,7 +34,7 @@ def removed(results):
     return table
 
 
-def text(results, unavailable) -> str:
+def text(results, unavailable, stale=()) -> str:
     """The summary matrix and each failure with its errors and a command reproducing it."""
     table = summary(results)
     families = sorted({r.case.family for r in results})
@@ -52,6 +52,17 @@ def text(results, unavailable) -> str:
             lines.append(f"{backend}: {count} case run(s) not run: {reason}")
     for name, reason in sorted(unavailable.items()):
         lines.append(f"{name}: {reason}")
+    known = [(r, check, detail) for r in results for check, (status, detail, *_) in
+             r.checks.items() if status == "deviation"]
+    if known:
+        lines.append(f"\n{len(known)} known deviation(s):")
+    for r, check, detail in known:
+        lines.append(f"  {r.backend} {r.case.id} {r.dtype} {check}: {detail}")
+    if stale:
+        lines.append(f"\n{len(stale)} stale deviation entr{'y' if len(stale) == 1 else 'ies'} "
+                     "(they no longer fail: remove them; --strict-deviations fails on them):")
+    for backend, entry in stale:
+        lines.append(f"  {backend}: {entry} (in {entry.source}: {entry.reason})")
     failures = [r for r in results if r.status == "fail"]
     if failures:
         lines.append(f"\n{len(failures)} failure(s):")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad.conformance import cases, cli, report, runner
+from arraygrad.conformance import cases, cli, known, report, runner
 from arraygrad.rules import RULES, Rule, conj
 
 SUBSET = ["sin*", "cos*", "exp*", "multiply*", "sum*", "matmul*", "getitem*"]
@@ -56,7 +56,8 @@ def test_the_built_in_backends_pass_a_subset(backend):
 
 
 # ----------------------------------------------------------------- deliberately broken backends
-def _broken_backend(name, overrides=None, rules=None, linalg=None):
+def _broken_backend(name, overrides=None, rules=None, linalg=None, deviations=None,
+                    tolerances=None):
     """A NumPy-based backend whose arrays are an ndarray subclass of its own, with some functions
     or rules replaced: registered at run time as any third-party plugin would be."""
 
@@ -94,6 +95,7 @@ def _broken_backend(name, overrides=None, rules=None, linalg=None):
         def arraygrad_backend(self):
             return ag.BackendSpec(
                 name=name, arrays=(Owned,), namespace=lambda: namespace, rules=rules or {},
+                deviations=deviations, tolerances=tolerances or {},
                 coerce=lambda array: own(array) if type(array) is not Owned else None)
 
     if name not in ag.registry.backends:
@@ -425,3 +427,56 @@ def test_a_function_the_backend_lacks_fails_unless_allowed():
     assert runner.run_one(no_inv, extension, "float64", known={}).status == "skip"
     rows = report.removed([allowed])
     assert list(rows[name].values()) == [1]
+
+
+# ------------------------------------------------------------------------------ deviations
+def test_a_plugin_ships_deviations_targeting_a_dtype_and_a_check():
+    text = ("# its sin is 0.1% off (float64 central differences see it)\nsin[*] float64\n"
+            "# only the numerical check of cos\ncos[2d] float64 numerical\n")
+    name = _broken_backend("wrong_sin_known", {"sin": lambda x: compat.sin(x) * (1 + 1e-3)},
+                           deviations=lambda: text)
+    results = runner.run([name], "sin*", external_library=None)[0] + runner.run(
+        [name], "cos[2d]", external_library=None)[0]
+    by_id = {(r.case.id, r.dtype): r for r in results}
+    assert by_id[("sin[2d]", "float64")].status == "deviation"
+    assert "0.1% off" in by_id[("sin[2d]", "float64")].checks["numerical"][1]
+    assert by_id[("sin[complex]", "complex128")].status == "fail"  # another dtype: not covered
+    cos = by_id[("cos[2d]", "float64")]  # only its numerical check is covered
+    assert cos.status == "fail" and cos.checks["cross_backend"][0] == "fail"
+    assert cos.checks["numerical"][0] in ("deviation", "pass")
+    entries = known.for_backend(ag.get_backend(name))
+    assert known.stale(results, {name: entries}) == []
+    assert "known deviation" in report.text(results, {})
+
+
+def test_deviation_entries_that_match_nothing_or_do_not_parse_are_errors(tmp_path, capsys):
+    with pytest.raises(ValueError, match="'float65' is neither a dtype nor a check"):
+        known.parse("# reason\nsin[2d] float65\n", "f.txt")
+    with pytest.raises(ValueError, match="no '# reason'"):
+        known.parse("sin[2d]\n", "f.txt")
+    typo = tmp_path / "typo.txt"
+    typo.write_text("# a typo\nexpp[2d]\n")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--backend", "numpy", "--op", "exp[2d]", "--deviations", str(typo), "-q"])
+    assert exit_info.value.code == 2 and "expp[2d]" in capsys.readouterr().err
+
+
+def test_a_stale_deviation_is_reported_and_fails_under_strict(tmp_path, capsys):
+    stale = tmp_path / "stale.txt"
+    stale.write_text("# fixed long ago\nsin[2d] float64\n")
+    arguments = ["--backend", "numpy", "--op", "sin[2d]", "--deviations", str(stale), "-q",
+                 "--external", "none"]
+    assert cli.main(arguments) == 0
+    assert "1 stale deviation entry" in capsys.readouterr().out
+    assert cli.main(arguments + ["--strict-deviations"]) == 1
+
+
+def test_a_plugin_s_tolerances_loosen_every_check_with_a_tolerance():
+    wrong_sin = {"sin": lambda x: compat.sin(x) * (1 + 1e-3)}
+    case = next(c for c in cases.CASES if c.id == "sin[2d]")
+    tight = runner.run_one(_broken_backend("sin_tight", wrong_sin), case, "float64", known={})
+    assert {"numerical", "jacobian", "second_order"} <= {
+        k for k, (status, *_) in tight.checks.items() if status == "fail"}
+    loose = runner.run_one(_broken_backend("sin_loose", wrong_sin, tolerances={
+        "float64": (1e-2, 1e-2)}), case, "float64", known={})
+    assert all(status != "fail" for status, *_ in loose.checks.values()), loose.checks
