@@ -197,7 +197,9 @@ MUTANTS = [
       "return [xp.permute_dims(g1, tuple(free1 + a1)), xp.permute_dims(g2, _inverse(a2 + free2))]",
       "tensordot's VJP wrt x1 not permuted back by the inverse"),
     M("vecdot-axis", R + "linear_algebra.py", "axis - max(x1.ndim, x2.ndim)",
-      "axis - min(x1.ndim, x2.ndim)", "vecdot's VJP: positive axis counted from the smaller ndim"),
+      "axis - min(x1.ndim, x2.ndim)", "vecdot's VJP: positive axis counted from the smaller ndim",
+      equivalent=True, reason="the standard allows only negative axes; NumPy's vecdot refuses a "
+      "positive axis on operands of different ndim, and with equal ndims max == min"),
     # ------------------------------------------------------------------ rules/fft.py
     M("fft-dual-norm", R + "fft.py", 'DUAL = {"backward": "forward", "forward": "backward"',
       'DUAL = {"backward": "backward", "forward": "forward"',
