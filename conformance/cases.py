@@ -8,6 +8,7 @@ conformance`` command and the pytest plugin all read ``CASES``.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Callable
 
 import numpy as np
@@ -657,8 +658,10 @@ def _setitem_saved(xp, x, v):
 
 
 def _inplace(x, b, method):
+    """``y = x * 1; y op= b``, as the statement does it (falling back to ``y = y op b`` where
+    the array has no in-place method, as dask's)."""
     y = x * 1
-    return getattr(y, method)(b)
+    return getattr(operator, method.strip("_"))(y, b)
 
 
 def _eig_invariant(xp, a):
