@@ -32,7 +32,9 @@ def _outputs(result):
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
-def _host_inner(backend, us_host, outs):
+def host_inner(backend, us_host, outs):
+    """``sum Re<u, out>`` over the outputs, computed on the host (the loss central
+    differences evaluate)."""
     total = 0.0
     for u, out in zip(us_host, outs):
         value = backend.to_numpy(out.data if isinstance(out, Variable) else out)
@@ -67,7 +69,7 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
     def loss_at(t):
         moved = [Variable(raw.asarray(a + t * d if d is not None else a),
                           requires_grad=d is not None) for a, d in zip(arrays, directions)]
-        return _host_inner(be, us_host, _outputs(f(*moved)))
+        return host_inner(be, us_host, _outputs(f(*moved)))
 
     numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
     return analytic, numeric
