@@ -102,7 +102,7 @@ def _apply_linear(node, tangents):
                 t = 0  # a Python scalar (an argument left out stays None)
         filled.append(t)
     function = node.backend.recorders[rule.name].raw_function
-    positional = [params.pop(name) for name in rule.params if name in params]
+    positional = [params.pop(name) for name in rule.positional if name in params]
     if rule.sequence == "list":
         return function(filled, *positional, **params)
     if rule.sequence == "varargs":

@@ -24,6 +24,7 @@ from ._numpy_protocol import pad
 
 _SCALARS = (bool, int, float, complex, type(None))
 _PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
+_ARRAY_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__array_interface__")
 _owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
 _make = Variable._make
@@ -94,6 +95,7 @@ class _Recorder:
         self.raw_function = raw_function
         self.rule = rule
         self.override = None
+        self.positional = _standard.POSITIONAL.get(name)  # the standard's; None: not checked
 
     # ------------------------------------------------------------------ argument handling
     def unwrap(self, value):
@@ -114,6 +116,14 @@ class _Recorder:
         owner = registry.of(value)
         if owner is not None and owner is not self.backend:
             return foreign_constant(self.backend, owner, value, self.name)
+        if owner is None and not isinstance(value, type) and any(
+                hasattr(value, a) for a in _ARRAY_PROTOCOLS):
+            kind = type(value)
+            raise TypeError(
+                f"{self.name}() got a {kind.__module__}.{kind.__qualname__}, an array-like no "
+                f"backend owns: its own rules (pandas' label alignment, say) would decide the "
+                f"result, unseen by the gradient. Convert it to an array of backend "
+                f"{self.backend.name!r} first (xp.asarray(np.asarray(value))).")
         return value
 
     def record(self, inputs, raw_inputs, out, params):
@@ -163,6 +173,7 @@ class _Recorder:
 
     # -------------------------------------------------------------------------- the calls
     def __call__(self, *args, **kwargs):
+        check_positional(self.name, self.positional, args, self.rule)
         rule = self.rule
         unwrap = self.unwrap
         keyword_inputs = {}
@@ -175,6 +186,9 @@ class _Recorder:
         else:
             count = len(rule.arrays)
             inputs, rest = list(args[:count]), args[count:]
+            for name, value in zip(rule.arrays, inputs):
+                if value is None:
+                    raise TypeError(f"{self.name}(): its array argument {name} is None")
             for name in rule.arrays[len(inputs):]:  # array arguments given by keyword
                 value = kwargs.pop(name, None)
                 inputs.append(value)
@@ -201,6 +215,26 @@ class _Recorder:
             if name in keyword_inputs or (rule.sequence is False and value is None):
                 params[name] = value
         return self.record(inputs, raw_inputs, out, params)
+
+
+def check_positional(name, limit, args, rule=None):
+    """Refuse options given by position where the standard makes them keyword-only (else
+    ``stack([a, b], 1)`` would stack on axis 1 and record axis 0), and anything but arrays
+    where a function takes ``*arrays``."""
+    if limit is not None and len(args) > limit:
+        keywords = sorted({k for ks in (rule.keywords if rule else ()) if ks for k in ks})
+        raise TypeError(
+            f"{name}() takes {limit} positional argument(s) in the Array API standard, got "
+            f"{len(args)}: its other options are keyword-only; pass them by name" + (
+                f" (such as {', '.join(k + '=...' for k in keywords)})." if keywords else "."))
+    if name in _ARRAYS_ONLY:
+        for value in args:
+            if isinstance(value, (str, bytes, dict)) or value is None:
+                raise TypeError(f"{name}() takes arrays by position, got {value!r}: pass its "
+                                "options by name (meshgrid(x, y, indexing='ij'))")
+
+
+_ARRAYS_ONLY = frozenset({"meshgrid", "broadcast_arrays"})
 
 
 def _positional_options(name, rule, count):
@@ -244,10 +278,11 @@ def _one_array_fast(recorder):
     sources, names = rule.sources, rule.params
     coerce = backend.coerce
     general = recorder.__call__
+    options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
 
     def function(x, /, *args, **kwargs):
         if x.__class__ is not Variable or x._backend is not backend or (
-                (args or kwargs) and (len(args) > len(names) or not _plain_options(args, kwargs))):
+                (args or kwargs) and (len(args) > options or not _plain_options(args, kwargs))):
             return general(x, *args, **kwargs)
         data = x.data
         out = coerce(raw_function(data, *args, **kwargs))
@@ -322,8 +357,10 @@ def _plain(backend, name, raw_function, constant_inputs=False):
     """A function whose results never require grad: comparisons, argmax, constructors..."""
     recorder = _Recorder(backend, name, raw_function, None)
     unwrap = recorder.unwrap
+    positional = recorder.positional
 
     def function(*args, **kwargs):
+        check_positional(name, positional, args)
         out = raw_function(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
         coerce = backend.coerce
         if isinstance(out, (tuple, list)):
@@ -339,6 +376,7 @@ def _question(backend, name, raw_function):
     recorder = _Recorder(backend, name, raw_function, None)
 
     def function(*args, **kwargs):
+        check_positional(name, recorder.positional, args)
         return raw_function(*[recorder.unwrap(a) for a in args],
                             **{k: recorder.unwrap(v) for k, v in kwargs.items()})
 
@@ -444,9 +482,10 @@ def _calling(recorder):
 
 
 def _install(ns, name, function, raw_function):
-    # Name, docs and signature (through __wrapped__) are the backend's own function's.
-    functools.update_wrapper(function, raw_function, assigned=("__name__", "__qualname__",
-                                                                "__doc__"), updated=())
+    # Docs and signature (through __wrapped__) are the backend's own function's.
+    functools.update_wrapper(function, raw_function, assigned=("__doc__",), updated=())
+    # The standard's name, which errors quote (NumPy's atan2 is named arctan2).
+    function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
     if "." in name:
         extension, short = name.split(".")
         setattr(getattr(ns, extension), short, function)

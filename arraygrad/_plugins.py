@@ -62,6 +62,7 @@ class Backend:
         self.get_index = spec.get_index or _default_get_index  # on the per-op path: no lookup
         self.dtypes = tuple(spec.dtypes)
         self._lock = threading.Lock()
+        self.from_entry_point = False  # else registered at run time (register_backend)
 
     def __repr__(self):
         return f"<arraygrad backend {self.name!r}>"
@@ -80,6 +81,10 @@ class Backend:
                 raise BackendUnavailable(
                     f"backend {self.name!r} is not available: its plugin returned no namespace"
                 )
+            if not callable(getattr(raw, "asarray", None)):
+                raise BackendUnavailable(
+                    f"backend {self.name!r} is not available: its plugin's namespace is "
+                    f"{raw!r:.60}, which has no asarray: not an Array API namespace")
             self._raw = raw
         return self._raw
 
@@ -135,14 +140,26 @@ class Backend:
             return None
 
     def to_numpy(self, array):
+        """A host NumPy array of ``array``'s values (comparisons only): the spec's ``to_numpy``,
+        else NumPy's ``asarray``; an object array is refused, naming the hook to declare."""
         if self.spec.to_numpy is not None:
-            return self.spec.to_numpy(array)
+            host = self.spec.to_numpy(array)
+            if getattr(host, "dtype", None) == object:
+                raise BackendError(f"backend {self.name!r}: its to_numpy returned an object "
+                                   f"array for a {type(array).__name__}: return its values")
+            return host
         numpy = registry.backends.get("numpy")  # the core reaches NumPy through its plugin too
         if numpy is None:
             raise BackendError(
                 f"backend {self.name!r} declares no to_numpy, and no 'numpy' backend is "
                 "registered to convert its arrays: give its BackendSpec a to_numpy")
-        return numpy.raw.asarray(array)
+        host = numpy.raw.asarray(array)
+        if host.dtype == object:
+            raise BackendError(
+                f"backend {self.name!r}: numpy.asarray gave an object array for a "
+                f"{type(array).__name__}, not its values: give its BackendSpec a to_numpy "
+                "(a function returning a host NumPy array of the array's values)")
+        return host
 
     def tolerances(self, dtype: str) -> tuple[float, float]:
         answer = self.spec.tolerances.get(dtype)
@@ -163,8 +180,14 @@ class Backend:
         return answer
 
     def version(self) -> str:
-        module = self.spec.library or getattr(self.raw, "__name__", "")
-        module = sys.modules.get(module) or (importlib.import_module(module) if module else None)
+        name = self.spec.library or getattr(self.raw, "__name__", "")
+        module = sys.modules.get(name)
+        if module is None and name:
+            try:
+                module = importlib.import_module(name)
+            except ImportError:  # a namespace object named after no module: no version to give
+                if self.spec.library:
+                    raise
         return str(getattr(module, "__version__", ""))
 
     def devices(self) -> tuple:
@@ -178,6 +201,11 @@ class Backend:
             for impl in self._hook.arraygrad_rule_override.get_hookimpls():
                 if impl.plugin is self.plugin:
                     rule = _call(impl, {"backend": self.name, "op": op})
+        if rule is not None and not isinstance(rule, rules.Rule):
+            raise BackendError(
+                f"backend {self.name!r}: its plugin's rule override for {op!r} is a "
+                f"{type(rule).__name__}, not an arraygrad.rules.Rule (return None to keep the "
+                "built-in rule)")
         return rule
 
 
@@ -202,7 +230,11 @@ class _Registry:
 
     def _load_entry_points(self):
         # pluggy's load_setuptools_entrypoints stops at the first broken plugin; load each alone.
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        # arraygrad's own plugins first: a third-party plugin claiming an array type they own
+        # (NumPy's ndarray) is then the one reported broken, never the built-in backend.
+        for entry_point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+                                  key=lambda e: not getattr(e, "value", "").startswith(
+                                      "arraygrad_plugins.")):
             try:
                 plugin = entry_point.load()
             except Exception as exc:
@@ -229,15 +261,22 @@ class _Registry:
                     return None
                 raise BackendError(f"plugin {label!r} is broken: {exc}") from exc
             clashes = [spec.name for spec in specs if spec.name in self.backends]
-            if clashes:
+            taken = {a: b.name for b in self.backends.values() for a in b.spec.arrays}
+            owned = [(_type_name(a), taken[a]) for spec in specs for a in spec.arrays
+                     if a in taken]
+            if clashes or owned:
                 self.pm.unregister(plugin)
-                reason = f"backend name(s) {clashes} already registered by another plugin"
+                reason = (f"backend name(s) {clashes} already registered by another plugin"
+                          if clashes else "array type(s) already owned by another backend: " +
+                          ", ".join(f"{t} (by {b!r})" for t, b in owned) + "; declare a "
+                          "subclass of your own (the more derived class wins)")
                 self.broken[label] = reason
                 if from_entry_point:
                     return None
                 raise BackendError(f"plugin {label!r}: {reason}")
             for spec in specs:
                 self.backends[spec.name] = Backend(spec, plugin, self.pm.hook)
+                self.backends[spec.name].from_entry_point = from_entry_point
             self._forget_answers()
             return plugin
 
@@ -321,7 +360,21 @@ class _Registry:
                                                  f"{type(exc).__name__}: {exc}")
                     break
                 found.append((cls, backend))
+        owners = {}
+        for cls, backend in list(found):
+            first = owners.setdefault(cls, backend)
+            if first is not backend:  # two backends name one class: neither may guess
+                self.disable(backend.plugin, f"its array type {_type_name(cls)} is already "
+                                             f"owned by backend {first.name!r}")
+                found = [(c, b) for c, b in found if b is not backend]
         return found
+
+
+def _type_name(array_type) -> str:
+    """``"module:Class"`` of a declared array type (a class or that string)."""
+    if isinstance(array_type, type):
+        return f"{array_type.__module__}:{array_type.__qualname__}"
+    return array_type
 
 
 def _call(impl, kwargs):

@@ -55,3 +55,28 @@ CONSTRUCTORS = set(CREATION) - {"asarray", "tril", "triu", "meshgrid"} | {
     "fft.fftfreq", "fft.rfftfreq"}
 # Functions that answer questions about dtypes: arguments unwrapped, answers returned as they are.
 QUESTIONS = {"broadcast_shapes", "can_cast", "finfo", "iinfo", "isdtype", "result_type"}
+
+POSITIONAL = {name: count for count, names in {
+    1: "abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor "
+       "imag isfinite isinf isnan log log1p log2 log10 logical_not negative positive real "
+       "reciprocal round sign signbit sin sinh square sqrt tan tanh trunc asarray empty "
+       "empty_like from_dlpack ones ones_like tril triu zeros zeros_like finfo iinfo "
+       "matrix_transpose concat flip stack unstack argmax argmin count_nonzero nonzero "
+       "unique_all unique_counts unique_inverse unique_values argsort sort cumulative_prod "
+       "cumulative_sum max mean min prod std sum var all any diff linalg.cholesky linalg.det "
+       "linalg.diagonal linalg.eig linalg.eigh linalg.eigvals linalg.eigvalsh linalg.inv "
+       "linalg.matrix_norm linalg.matrix_rank linalg.matrix_transpose linalg.pinv linalg.qr "
+       "linalg.slogdet linalg.svd linalg.svdvals linalg.trace linalg.vector_norm fft.fft "
+       "fft.ifft fft.fftn fft.ifftn fft.rfft fft.irfft fft.rfftn fft.irfftn fft.hfft fft.ihfft "
+       "fft.fftfreq fft.rfftfreq fft.fftshift fft.ifftshift",
+    2: "add atan2 bitwise_and bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor "
+       "copysign divide equal floor_divide greater greater_equal hypot less less_equal logaddexp "
+       "logical_and logical_or logical_xor maximum minimum multiply nextafter not_equal pow "
+       "remainder subtract eye full full_like astype can_cast isdtype take take_along_axis "
+       "matmul tensordot vecdot broadcast_to expand_dims permute_dims repeat reshape roll "
+       "squeeze tile searchsorted isin linalg.cross linalg.matmul linalg.matrix_power "
+       "linalg.outer linalg.solve linalg.tensordot linalg.vecdot",
+    3: "clip arange linspace moveaxis where",
+}.items() for name in names.split()}
+"""How many arguments each function of the standard takes by position; its others are
+keyword-only (``stack(arrays, /, *, axis=0)``). Functions taking ``*arrays`` are not listed."""

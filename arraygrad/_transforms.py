@@ -17,9 +17,24 @@ from .errors import BackwardError
 from .rules import device_of
 
 
-def _as_inputs(args, argnums):
-    """Leaf Variables for the differentiated arguments; returns (args, positions, raw flags)."""
+def _positions(argnums, count, transform):
+    """``argnums`` as a tuple of positions, each checked against the ``count`` arguments given."""
+    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in (
+                argnums if isinstance(argnums, (tuple, list)) else (argnums,))):
+        raise TypeError(f"{transform}(): argnums must be an int or a tuple of ints, got "
+                        f"{argnums!r}")
     positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    bad = [i for i in positions if not -count <= i < count]
+    if bad:
+        raise ValueError(f"{transform}(): argnums={argnums!r}, but the function was called "
+                         f"with {count} positional argument(s)")
+    return tuple(i % count for i in positions)
+
+
+def _as_inputs(args, argnums, transform="grad"):
+    """Leaf Variables for the differentiated arguments; returns (args, positions, raw flags)."""
+    positions = _positions(argnums, len(args), transform)
     args = list(args)
     raw = []
     for i in positions:
@@ -53,6 +68,10 @@ def value_and_grad(f, argnums=0, has_aux=False):
         create_graph = _nested(args, argnums)
         inputs, positions, raw = _as_inputs(args, argnums)
         result = f(*inputs, **kwargs)
+        if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TypeError(
+                "grad(has_aux=True) needs f to return a pair (output, aux), got "
+                f"{_describe(result)}")
         value, aux = result if has_aux else (result, None)
         if not isinstance(value, Variable) or value.size != 1:
             raise BackwardError(
@@ -87,29 +106,66 @@ def grad(f, argnums=0, has_aux=False):
     return gradient
 
 
+def _describe(value):
+    shape = getattr(value, "shape", None)
+    return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
+def _variables(out, transform):
+    """The outputs of ``f`` as a list of Variables (a tuple or list of them, or one)."""
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    for k, o in enumerate(outs):
+        if not isinstance(o, Variable):
+            raise TypeError(f"{transform}(): f returned {_describe(o)}"
+                            f"{f' as output {k}' if len(outs) > 1 else ''}, not an array "
+                            "computed from its inputs through the differentiable namespace")
+    return outs
+
+
 def vjp(f, *primals):
-    """Return ``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per primal."""
+    """Return ``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per primal.
+    Where ``f`` returns a tuple, ``vjp_fn`` takes a tuple of cotangents, one per output."""
     create_graph = _nested(primals, ())
-    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))))
+    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))), "vjp")
     out = f(*inputs)
+    outs = _variables(out, "vjp")
+    several = isinstance(out, (tuple, list))
 
     def vjp_fn(cotangent):
-        grads = autograd.grad(out, inputs, grad_outputs=cotangent, retain_graph=True,
-                              create_graph=create_graph, allow_unused=True)
-        xp = out.__array_namespace__()
-        return tuple(_out(g if g is not None else xp.zeros_like(x), r)
+        cotangents = list(cotangent) if several and isinstance(cotangent, (tuple, list)) \
+            else [cotangent]
+        if len(cotangents) != len(outs):
+            raise ValueError(f"vjp_fn(): f returned {len(outs)} outputs, so it takes a tuple of "
+                             f"{len(outs)} cotangents, got {_describe(cotangent)}")
+        live = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
+        grads = autograd.grad([o for o, _ in live], inputs, [c for _, c in live],
+                              retain_graph=True, create_graph=create_graph,
+                              allow_unused=True) if live else [None] * len(inputs)
+        return tuple(_out(g if g is not None else x.__array_namespace__().zeros_like(x), r)
                      for g, x, r in zip(grads, inputs, raw))
 
-    return _out(out if create_graph else out.detach(), all(raw)), vjp_fn
+    values = [_out(o if create_graph else o.detach(), all(raw)) for o in outs]
+    return (type(out)(values) if several else values[0]), vjp_fn
 
 
 def jvp(f, primals, tangents):
     """Return ``(f(*primals), J @ tangents)`` by forward mode through the rules' JVPs; a
     function returning a tuple gets a tuple of tangents."""
-    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))))
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp(): {len(primals)} primals and {len(tangents)} tangents; give one "
+                         "tangent per primal (zeros for a primal not to differentiate)")
+    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))), "jvp")
+    leaves = {}
+    for i, (x, t) in enumerate(zip(inputs, tangents)):
+        t = x._backend.raw.asarray(t.data if isinstance(t, Variable) else t)
+        if tuple(t.shape) != tuple(x.shape) or t.dtype != x.dtype:
+            raise ValueError(f"jvp(): tangent {i} has shape {tuple(t.shape)} and dtype {t.dtype}"
+                             f", but its primal has shape {tuple(x.shape)} and dtype {x.dtype}: "
+                             "they must match")
+        leaves[x] = t
     out = f(*inputs)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    leaves = {x: (t.data if isinstance(t, Variable) else t) for x, t in zip(inputs, tangents)}
+    outs = _variables(out, "jvp")
     pushed = push_tangents(outs, leaves)
     as_raw = all(raw)
     results = []
@@ -126,25 +182,36 @@ def jacobian(f, argnums=0):
     """Return a function computing the Jacobian of ``f`` w.r.t. ``args[argnums]``, of shape
     ``output shape + input shape``, one reverse pass per output element."""
 
+    if not isinstance(argnums, int) or isinstance(argnums, bool):
+        raise TypeError(f"jacobian(): argnums must be an int, got {argnums!r}")
+
     @functools.wraps(f)
     def jacobian_of(*args, **kwargs):
         create_graph = _nested(args, argnums)
-        inputs, positions, raw = _as_inputs(args, (argnums,))
-        x = inputs[argnums]
+        inputs, (position,), raw = _as_inputs(args, argnums, "jacobian")
+        x = inputs[position]
         out = f(*inputs, **kwargs)
-        xp = out.__array_namespace__()
-        rows = []
-        flat = xp.reshape(out, (-1,))
-        for k in range(flat.shape[0]):
-            row = autograd.grad(flat[k], x, retain_graph=True, create_graph=create_graph,
-                                allow_unused=True)
-            rows.append(row if row is not None else xp.zeros_like(x))
-        jac = xp.reshape(xp.stack(rows, axis=0) if rows else xp.zeros(
-            (0,) + tuple(x.shape), dtype=x.dtype, device=device_of(x)),
-                         tuple(out.shape) + tuple(x.shape))
-        return _out(jac, raw[0])
+        outs = _variables(out, "jacobian")
+        if isinstance(out, (tuple, list)):  # one Jacobian per output, as torch.func and JAX
+            return type(out)(_jacobian(o, x, create_graph, raw[0]) for o in outs)
+        return _jacobian(out, x, create_graph, raw[0])
 
     return jacobian_of
+
+
+def _jacobian(out, x, create_graph, raw):
+    """The Jacobian of one output, one reverse pass per output element."""
+    xp = out.__array_namespace__()
+    rows = []
+    flat = xp.reshape(out, (-1,))
+    for k in range(flat.shape[0]):
+        row = autograd.grad(flat[k], x, retain_graph=True, create_graph=create_graph,
+                            allow_unused=True) if flat.requires_grad else None
+        rows.append(row if row is not None else xp.zeros_like(x))
+    jac = xp.reshape(xp.stack(rows, axis=0) if rows else xp.zeros(
+        (0,) + tuple(x.shape), dtype=x.dtype, device=device_of(x)),
+                     tuple(out.shape) + tuple(x.shape))
+    return _out(jac, raw)
 
 
 def hessian(f, argnums=0):

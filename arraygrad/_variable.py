@@ -30,6 +30,17 @@ class RemovableHandle:
         self._hooks.pop(self.id, None)
 
 
+def _check_flag(what, value):
+    """Refuse a flag that is not a bool (``requires_grad="no"`` would be truthy)."""
+    if not isinstance(value, (bool, int)) and type(value).__name__ not in ("bool", "bool_"):
+        raise TypeError(f"{what} must be True or False, got {value!r}")
+
+
+def _holds_variable(values) -> bool:
+    return any(isinstance(v, Variable) or isinstance(v, (list, tuple)) and _holds_variable(v)
+               for v in values)
+
+
 class Variable:
     """A differentiable wrapper of an Array API array.
 
@@ -56,8 +67,14 @@ class Variable:
                           UserWarning, stacklevel=2)
         if isinstance(data, Variable):
             data = data.data
+        _check_flag("Variable(): requires_grad", requires_grad)
         backend = registry.of(data)
         if backend is None:
+            if isinstance(data, (list, tuple)) and _holds_variable(data):
+                raise TypeError(
+                    "Variable() got a list holding Variables, which would make an object array "
+                    "and drop their graphs: use xp.stack([...]) (or xp.asarray([...])) on "
+                    "the namespace, which records them")
             if isinstance(data, (bool, int, float, complex, list, tuple)):
                 backend = registry.get("numpy")
                 data = backend.raw.asarray(data)
@@ -105,6 +122,7 @@ class Variable:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool):
+        _check_flag("requires_grad", flag)
         flag = bool(flag)
         if self.grad_fn is not None:
             if not flag:
@@ -203,7 +221,16 @@ class Variable:
         else:
             owner = registry.of(gradient)
             if owner is None:
-                grad = raw.asarray(gradient, dtype=self.dtype, device=self.device)
+                if not isinstance(gradient, (bool, int, float, complex, list, tuple)):
+                    raise TypeError(
+                        f"backward(): the gradient must be an array of backend {backend.name!r}"
+                        f", a Variable or a number, got a {type(gradient).__name__}")
+                try:
+                    grad = raw.asarray(gradient, dtype=self.dtype, device=self.device)
+                except (TypeError, ValueError) as exc:
+                    raise TypeError(
+                        f"backward(): the gradient {gradient!r:.60} cannot be made an array of "
+                        f"shape {tuple(self.shape)} and dtype {self.dtype}: {exc}") from None
             elif owner is not backend:
                 raise BackendError(
                     f"the gradient passed to backward() is an array of backend {owner.name!r}, "
@@ -297,6 +324,9 @@ class Variable:
         The result is a new leaf with the same ``requires_grad``: gradients do not flow back
         across backends, so moving a non-leaf that requires grad is an error.
         """
+        if not isinstance(backend, str) and not hasattr(backend, "raw"):
+            raise TypeError(f"to() takes a backend name such as 'torch' (arraygrad.backends() "
+                            f"lists them), got {backend!r}")
         target = get_backend(backend) if isinstance(backend, str) else backend
         if target is self._backend:
             return self
@@ -451,6 +481,10 @@ class Variable:
         if data.dtype != self.data.dtype:
             raise TypeError(f"in-place {op} would change the dtype of a {self.data.dtype} "
                             f"Variable to {data.dtype}; compute out of place instead")
+        if tuple(data.shape) != tuple(self.data.shape):  # NumPy and torch refuse it too
+            raise ValueError(f"in-place {op} would change the shape of a Variable of shape "
+                             f"{tuple(self.data.shape)} to {tuple(data.shape)} (the other "
+                             "operand broadcasts to a larger shape); compute out of place")
         # Copy-on-write: the old array is never written, so whatever saved it for backward
         # still holds the value it used, and no version counter is needed.
         self.data = data

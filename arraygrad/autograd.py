@@ -19,26 +19,38 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     retain_graph, create_graph : as for ``Variable.backward``.
     allow_unused : return ``None`` for an input the outputs do not depend on, instead of raising.
     """
+    from ._variable import Variable
+
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     single = not isinstance(inputs, (list, tuple))
     inputs = [inputs] if single else list(inputs)
     if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    if len(grad_outputs) != len(outputs):
+        raise BackwardError(f"grad(): got {len(outputs)} outputs and {len(grad_outputs)} "
+                            "grad_outputs; give one per output (None for a single-element one)")
+    for role, values in (("outputs", outputs), ("inputs", inputs)):
+        for k, value in enumerate(values):
+            if not isinstance(value, Variable):
+                raise TypeError(f"grad(): {role}[{k}] is a {type(value).__name__}, not a "
+                                "Variable: differentiate Variables computed from leaves made "
+                                "with Variable(x, requires_grad=True)")
     if retain_graph is None:
         retain_graph = create_graph
     roots = []
-    for output, gradient in zip(outputs, grad_outputs):
+    for k, (output, gradient) in enumerate(zip(outputs, grad_outputs)):
         edge = output._edge
         if edge is None:
-            raise BackwardError("grad(): an output does not require grad; nothing to differentiate")
+            raise BackwardError(f"grad(): outputs[{k}] does not require grad; nothing to "
+                                "differentiate")
         roots.append((edge, output._seed(gradient, create_graph)))
     edges = []
-    for variable in inputs:
+    for k, variable in enumerate(inputs):
         if not variable.requires_grad:
-            raise BackwardError("grad(): every input must require grad (requires_grad=True)")
+            raise BackwardError(f"grad(): inputs[{k}] does not require grad; every input must "
+                                "(requires_grad=True)")
         edges.append(variable._edge)
     capture = _engine.backward(roots, retain_graph, create_graph, {edge: None for edge in edges})
-    from ._variable import Variable
 
     results, handed_out = [], set()
     for variable, edge in zip(inputs, edges):

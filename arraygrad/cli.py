@@ -27,10 +27,15 @@ def main(argv: list[str] | None = None) -> int:
         from .conformance.cli import main as conformance_main
 
         return conformance_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="arraygrad", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("backends", help="list backends, their availability, version and devices")
-    commands.add_parser("conformance", help="check every backend's gradients (see --help)")
+    parser = argparse.ArgumentParser(
+        prog="arraygrad", description="PyTorch-style autograd for every Array API library.",
+        epilog="'arraygrad COMMAND --help' describes each command.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    listing = "list every backend: available (with its version and devices) or not, and why"
+    commands.add_parser("backends", help=listing, description=listing.capitalize() + "; "
+                        "plugins that failed to load are listed with their reason.")
+    commands.add_parser("conformance", help="certify backends' gradients, function by function "
+                        "(the main job)")
     args = parser.parse_args(argv)
     return {"backends": _backends}[args.command](args)
 

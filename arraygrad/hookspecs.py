@@ -90,6 +90,12 @@ class BackendSpec:
     """Known failures of the conformance suite on this backend, shipped with the plugin:
     ``"package:file.txt"`` (a file in its package) or a function returning the text. Format:
     docs/conformance.md."""
+    semantic_inputs: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
+    """Inputs with the library's own semantics, by name (``{"masked": ...}``): a function taking
+    a host NumPy array (float or complex) to an array of this backend holding those values where
+    they count, with masks, fill values or explicit zeros of its own. It must depend only on the
+    shape and values it is given (central differences call it on perturbed values). The
+    conformance suite runs every case on them too, as ``case-id@name``."""
 
     def __post_init__(self):
         problems = []
@@ -109,6 +115,9 @@ class BackendSpec:
             set(self.tolerances) - set(DTYPES) - {"float16", "bfloat16"})
         if unknown:
             problems.append(f"unknown dtype names {unknown} (the standard's: {', '.join(DTYPES)})")
+        if "plain" in self.semantic_inputs:
+            problems.append("semantic_inputs cannot be named 'plain' (--op 'id@plain' selects "
+                            "the plain inputs)")
         if problems:
             raise TypeError(f"BackendSpec {self.name!r}: " + "; ".join(problems))
 

@@ -42,17 +42,19 @@ def host_inner(backend, us_host, outs):
     return total
 
 
-def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
+def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0, to_backend=None):
     """Return ``(analytic, numeric)`` directional derivatives of ``Re<u, f(x)>``.
 
     ``arrays`` are NumPy arrays on the host; floating ones become Variables that require grad,
-    the others (integer indices, masks) are passed as constants of the backend.
+    the others (integer indices, masks) are passed as constants of the backend. ``to_backend``
+    makes the backend's arrays from host values (default: its ``asarray``).
     """
     be = get_backend(backend) if isinstance(backend, str) else backend
     raw = be.raw
+    to_backend = to_backend or raw.asarray
     rng = np.random.default_rng(seed)
     arrays = [np.asarray(a) for a in arrays]
-    inputs = [Variable(raw.asarray(a), requires_grad=_is_inexact(a)) for a in arrays]
+    inputs = [Variable(to_backend(a), requires_grad=_is_inexact(a)) for a in arrays]
     outs = _outputs(f(*inputs))
     us_host = [random_like(rng, be.to_numpy(o.data)) for o in outs]
     us = [raw.asarray(np.array(u, copy=True)) for u in us_host]  # never shared with us_host
@@ -67,7 +69,7 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0):
             analytic += float(np.real(np.vdot(be.to_numpy(x.grad.data), d)))
 
     def loss_at(t):
-        moved = [Variable(raw.asarray(a + t * d if d is not None else a),
+        moved = [Variable(to_backend(a + t * d if d is not None else a),
                           requires_grad=d is not None) for a, d in zip(arrays, directions)]
         return host_inner(be, us_host, _outputs(f(*moved)))
 

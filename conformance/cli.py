@@ -3,26 +3,63 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import time
 
-import arraygrad as ag
+from rich.console import Console
 
-from . import known, report, runner
+import arraygrad as ag
+from arraygrad.hookspecs import load
+
+from . import known, preflight, report, runner
+from .html_report import environment
+
+
+def _available(names):
+    """The backends named (every available one when None) that can be loaded."""
+    if not names:
+        return [ag.get_backend(i.name) for i in ag.backends() if i.available]
+    found = []
+    for name in names:
+        try:
+            backend = ag.get_backend(name)
+            backend.raw
+            found.append(backend)
+        except (ag.BackendError, ag.BackendUnavailable):
+            pass  # the run reports it, with its reason
+    return found
+
+
+def _seed(text):
+    """A seed NumPy's generators take: an integer from 0 to 2**32 - 1."""
+    value = int(text)
+    if not 0 <= value < 2 ** 32:
+        raise argparse.ArgumentTypeError(f"{value} is not a seed from 0 to 2**32 - 1")
+    return value
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="arraygrad conformance",
-        description="Check every backend's gradients against finite differences, the NumPy "
-                    "reference and themselves. Exits non-zero on any failure.")
+        description="Certify backends' gradients: every differentiable function of the "
+                    "standard, with every option, against central differences, the NumPy "
+                    "backend and torch.autograd (when installed), to second order and in forward "
+                    "mode. A preflight first lists what the backend lacks. Exits 1 on any "
+                    "failure, 2 on a usage error.",
+        epilog="examples: arraygrad conformance --backend numpy --op 'sum*' --dtype float64; "
+               "arraygrad conformance --backend mylib --preflight; arraygrad conformance "
+               "--plugin mylib_plugin --backend mylib --op 'prod[axis=None*' --traceback")
     parser.add_argument("--backend", action="append", help="a backend (repeatable; default: "
                         "every available one)")
-    parser.add_argument("--op", help="only cases whose op or id matches this glob ('sum*')")
+    parser.add_argument("--op", help="only cases whose op or id matches this glob: 'sum*', "
+                        "'prod[axis=None*' (brackets are literal), 'mean*@masked' (a plugin's "
+                        "semantic inputs)")
     parser.add_argument("--dtype", action="append", choices=["float32", "float64"],
                         help="only this dtype (complex cases follow their real precision)")
     parser.add_argument("--json", help="write the results as JSON to this file")
     parser.add_argument("--html", help="write a self-contained HTML report to this file")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--seed", type=_seed, default=0,
+                        help="seed of the random inputs (0 to 2**32 - 1)")
     parser.add_argument("--allow-missing", action="store_true",
                         help="a function the standard requires but the backend lacks is a skip "
                              "(work in progress), not a failure")
@@ -39,11 +76,51 @@ def main(argv=None) -> int:
     parser.add_argument("-x", "--exitfirst", action="store_true",
                         help="stop at the first failing case run")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--traceback", action="store_true",
+                        help="print each failure's traceback and a Python snippet running it")
+    parser.add_argument("--preflight", action="store_true",
+                        help="only check what arraygrad needs of the backend (functions its "
+                             "rules call, item assignment, to_numpy, dtypes) and exit")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE[:OBJECT]",
+                        help="register a plugin first (a backend made with "
+                             "arraygrad.register_backend, to reproduce its failures)")
     args = parser.parse_args(argv)
+    for option, path in (("--json", args.json), ("--html", args.html)):
+        if path:  # checked before a run of minutes, not after it
+            try:
+                with open(path, "a"):
+                    pass
+            except OSError as exc:
+                parser.exit(2, f"arraygrad conformance: error: {option} {path}: cannot write "
+                               f"there ({exc.strerror})\n")
+    for target in args.plugin:
+        try:
+            plugin = load(target)
+            if not ag.registry.pm.is_registered(plugin):
+                ag.register_backend(plugin)
+        except Exception as exc:
+            parser.exit(2, f"arraygrad conformance: error: --plugin {target}: "
+                           f"{type(exc).__name__}: {exc}\n")
+    if args.op and not runner.select(args.op):
+        parser.exit(2, f"arraygrad conformance: error: --op {args.op!r} matches no case id or "
+                       "op (`arraygrad conformance --list` lists them)\n")
     if args.list:
         print("\n".join(case.id for case in runner.select(args.op)))
         return 0
+    ag.registry.ensure_loaded()
+    for name in args.backend or ():  # (ag.backends() would import every library: not here)
+        if name not in ag.registry.backends and name not in ag.registry.broken:
+            parser.exit(2, f"arraygrad conformance: error: no backend named {name!r} (`arraygrad "
+                           "backends` lists them; --plugin MODULE:OBJECT registers one)\n")
+    console = Console(highlight=False, soft_wrap=True)
     started = time.perf_counter()
+    started_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    preflights = [preflight.check(backend, runner.select(args.op))
+                  for backend in _available(args.backend)]
+    if args.preflight:
+        for found in preflights:
+            console.print(found.text(cases_shown=8), markup=False)
+        return 0 if all(found.ok for found in preflights) else 1
     try:
         results, unavailable = runner.run(
             args.backend, args.op, args.dtype, args.seed,
@@ -52,15 +129,18 @@ def main(argv=None) -> int:
             exitfirst=args.exitfirst, deviation_files=args.deviations)
     except ValueError as exc:  # a deviations file that does not parse or names no case
         parser.exit(2, f"arraygrad conformance: error: {exc}\n")
+    env = environment(sorted({r.backend for r in results}))
+    env["date"] = started_at  # the run's start, not the report's
     entries = {name: known.for_backend(ag.get_backend(name), args.deviations)
                for name in {r.backend for r in results}}
     stale = known.stale(results, entries)
-    print(report.text(results, unavailable, stale))
-    print(f"\n{len(results)} case runs in {time.perf_counter() - started:.1f} s")
+    report.render(console, results, unavailable, stale, preflights, args.traceback)
+    console.print(f"\n{len(results)} case runs in {time.perf_counter() - started:.1f} s",
+                  markup=False)
     if args.json:
-        report.write_json(args.json, results, unavailable, args.seed)
+        report.write_json(args.json, results, unavailable, args.seed, preflights, env)
     if args.html:
-        report.write_html(args.html, results, unavailable, args.seed)
+        report.write_html(args.html, results, unavailable, args.seed, env=env)
     failed = any(r.status == "fail" for r in results) or (args.strict_deviations and stale)
     missing = args.backend and any(name in unavailable for name in args.backend)
     return 1 if failed or missing or not results else 0

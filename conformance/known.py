@@ -2,8 +2,9 @@
 
 Entries come from arraygrad's own ``deviations/<backend>.txt``, from the backend's plugin
 (``BackendSpec.deviations``) and from ``--deviations FILE``. A line is a case id pattern (``*``
-matches anything; everything else, brackets included, is literal), optionally followed by a
-dtype and a check, under a ``# reason`` comment::
+matches anything; everything else, brackets included, is literal; ``case-id@masked`` for a
+plugin's semantic inputs), optionally followed by a dtype and a check, under a ``# reason``
+comment::
 
     # ndonnx has no complex dtypes
     *[complex*
@@ -17,7 +18,7 @@ import dataclasses
 import re
 from importlib import resources
 
-from arraygrad.hookspecs import DTYPES, load
+from arraygrad.hookspecs import DTYPES
 
 from .cases import CASES, CHECKS
 
@@ -80,6 +81,7 @@ def for_backend(backend, files=()) -> list[Deviation]:
         with open(path) as stream:
             entries += parse(stream.read(), path)
     ids = [case.id for case in CASES]
+    ids += [f"{i}@{kind}" for kind in backend.spec.semantic_inputs for i in ids]
     unknown = [e for e in entries if not any(e.matches(i, e.dtype, e.check) for i in ids)]
     if unknown:
         raise ValueError("deviations matching no case (a typo? case ids are listed by "
@@ -115,9 +117,9 @@ def stale(results, entries_by_backend) -> list[tuple[str, Deviation]]:
     for backend, entries in entries_by_backend.items():
         runs = [r for r in results if r.backend == backend]
         for entry in entries:
-            matched = [r for r in runs if entry.matches(r.case.id, r.dtype, entry.check)]
+            matched = [r for r in runs if entry.matches(r.id, r.dtype, entry.check)]
             if matched and not any(
-                    entry.matches(r.case.id, r.dtype, check) and status == "deviation"
+                    entry.matches(r.id, r.dtype, check) and status == "deviation"
                     for r in matched for check, (status, *_) in r.checks.items()):
                 found.append((backend, entry))
     return found

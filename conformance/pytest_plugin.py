@@ -2,7 +2,8 @@
 
 ``pytest --pyargs arraygrad.conformance --arraygrad-backend NAME`` runs one test per case and
 dtype, with ids naming the backend, the op, the variant and the dtype
-(``torch-sum[axis=-1,keepdims=False]-float64``). ``--arraygrad-op PATTERN`` selects cases.
+(``torch-sum[axis=-1,keepdims=False]-float64``). ``--arraygrad-op PATTERN`` selects cases by
+the same globs as the command line (brackets literal); ``-k`` works on the ids as usual.
 """
 
 
@@ -11,17 +12,55 @@ def pytest_addoption(parser):
     group.addoption("--arraygrad-backend", action="append", default=None,
                     help="backend to certify (repeatable; default: numpy)")
     group.addoption("--arraygrad-op", default=None, help="only cases matching this glob")
+    group.addoption("--arraygrad-dtype", action="append", default=None,
+                    choices=["float32", "float64"],
+                    help="only this dtype (complex cases follow their real precision)")
     group.addoption("--arraygrad-seed", type=int, default=0, help="seed of the random inputs")
+    group.addoption("--arraygrad-plugin", action="append", default=[],
+                    metavar="MODULE[:OBJECT]", help="register a plugin first")
+
+
+def pytest_configure(config):
+    """Register the plugins asked for, and refuse an unknown backend before collecting."""
+    backends = config.getoption("arraygrad_backend", default=None)
+    plugins = config.getoption("arraygrad_plugin", default=None)
+    if not backends and not plugins:
+        return
+    import pytest
+
+    import arraygrad as ag
+    from arraygrad.hookspecs import load
+
+    for target in plugins:
+        plugin = load(target)
+        if not ag.registry.pm.is_registered(plugin):
+            ag.register_backend(plugin)
+    known = {info.name: info for info in ag.backends()}
+    for name in backends or ():
+        if name not in known:
+            raise pytest.UsageError(
+                f"--arraygrad-backend {name}: no such backend (registered: "
+                f"{', '.join(sorted(known))}); install its plugin, or pass "
+                "--arraygrad-plugin MODULE:OBJECT")
+        if not known[name].available:
+            raise pytest.UsageError(f"--arraygrad-backend {name}: {known[name].reason}")
 
 
 def pytest_generate_tests(metafunc):
     if "arraygrad_case" not in metafunc.fixturenames:
         return
-    from .runner import select
+    import arraygrad as ag
 
-    backends = metafunc.config.getoption("arraygrad_backend") or ["numpy"]
-    cases = select(metafunc.config.getoption("arraygrad_op"))
-    params = [(backend, case, dtype) for backend in backends for case in cases
-              for dtype in case.dtypes]
-    metafunc.parametrize("arraygrad_case", params,
-                         ids=[f"{b}-{c.id}-{d}" for b, c, d in params])
+    from .runner import _REAL, _inputs_selected, select
+
+    config = metafunc.config
+    backends = config.getoption("arraygrad_backend") or ["numpy"]
+    dtypes = config.getoption("arraygrad_dtype")
+    pattern = config.getoption("arraygrad_op")
+    params = [(backend, case, dtype, kind) for backend in backends for case in select(pattern)
+              for dtype in case.dtypes
+              for kind in (None, *ag.get_backend(backend).spec.semantic_inputs)
+              if (dtypes is None or _REAL.get(dtype, dtype) in dtypes)
+              and _inputs_selected(kind, pattern) and (kind is None or case.behaviour is None)]
+    metafunc.parametrize("arraygrad_case", params, ids=[
+        f"{b}-{c.id}{'@' + k if k else ''}-{d}" for b, c, d, k in params])

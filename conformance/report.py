@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import collections
-import html
+import io
 import json
 
 import arraygrad as ag
@@ -34,45 +34,95 @@ def removed(results):
     return table
 
 
-def text(results, unavailable, stale=()) -> str:
-    """The summary matrix and each failure with its errors and a command reproducing it."""
-    table = summary(results)
-    families = sorted({r.case.family for r in results})
-    lines = ["", f"{'backend':<18}" + "".join(f"{f[:14]:>16}" for f in families) + f"{'total':>16}"]
-    for backend, row in sorted(table.items()):
-        cells, total = [], collections.Counter()
-        for family in families:
-            counts = row.get(family, collections.Counter())
-            total.update(counts)
-            cells.append(_cell(counts))
-        lines.append(f"{backend:<18}" + "".join(f"{c:>16}" for c in cells) + f"{_cell(total):>16}")
-    lines.append("(passed/failed/skipped; deviations are known failures listed per backend)")
+def table(results):
+    """The summary as a rich Table: a row per family, a column per backend, each cell
+    ``passed/failed/skipped`` case runs (``+Nd`` known deviations); rich fits it to the width."""
+    from rich.table import Table
+
+    counts = summary(results)
+    backends = sorted(counts)
+    grid = Table(title="case runs (one case in one dtype) per family: passed/failed/skipped",
+                 title_justify="left")
+    grid.add_column("family")
+    for backend in backends:
+        grid.add_column(backend, justify="right", overflow="fold")
+    totals = {b: collections.Counter() for b in backends}
+    for family in sorted({r.case.family for r in results}):
+        cells = []
+        for backend in backends:
+            cell = counts[backend].get(family, collections.Counter())
+            totals[backend].update(cell)
+            cells.append(_styled(cell))
+        grid.add_row(family, *cells)
+    grid.add_row("total", *[_styled(totals[b]) for b in backends], style="bold")
+    return grid
+
+
+def _styled(counts):
+    colour = "red" if counts["fail"] else "yellow" if counts["deviation"] else "green" \
+        if counts["pass"] else "bright_black"
+    return f"[{colour}]{_cell(counts)}[/{colour}]"
+
+
+def render(console, results, unavailable, stale=(), preflights=(), tracebacks=False):
+    """Print the report on a rich ``console``: the preflight's findings, the summary table,
+    what the run left out and why, deviations with reasons, stale entries, and each failure with
+    its stage, cause and a command and Python snippet reproducing it."""
+    say = lambda line="": console.print(line, markup=False, highlight=False)  # noqa: E731
+    for report in preflights:
+        if not report.ok:
+            say(report.text())
+    if results:
+        console.print(table(results))
     for backend, reasons in sorted(removed(results).items()):
         for reason, count in sorted(reasons.items()):
-            lines.append(f"{backend}: {count} case run(s) not run: {reason}")
+            say(f"{backend}: {count} case run(s) not run: {reason}")
     for name, reason in sorted(unavailable.items()):
-        lines.append(f"{name}: {reason}")
+        say(f"{name}: not run: {reason}")
     known = [(r, check, detail) for r in results for check, (status, detail, *_) in
              r.checks.items() if status == "deviation"]
     if known:
-        lines.append(f"\n{len(known)} known deviation(s):")
+        say(f"\n{len(known)} known deviation(s):")
     for r, check, detail in known:
-        lines.append(f"  {r.backend} {r.case.id} {r.dtype} {check}: {detail}")
+        say(f"  {r.backend} {r.id} {r.dtype} {check}: {detail}")
     if stale:
-        lines.append(f"\n{len(stale)} stale deviation entr{'y' if len(stale) == 1 else 'ies'} "
-                     "(they no longer fail: remove them; --strict-deviations fails on them):")
+        say(f"\n{len(stale)} stale deviation entr{'y' if len(stale) == 1 else 'ies'} "
+            "(they no longer fail: remove them; --strict-deviations fails on them):")
     for backend, entry in stale:
-        lines.append(f"  {backend}: {entry} (in {entry.source}: {entry.reason})")
+        say(f"  {backend}: {entry} (in {entry.source}: {entry.reason})")
     failures = [r for r in results if r.status == "fail"]
     if failures:
-        lines.append(f"\n{len(failures)} failure(s):")
+        say(f"\n{len(failures)} failure(s):")
     for r in failures:
         for check, (status, detail, abs_err, rel_err) in r.checks.items():
             if status == "fail":
-                errors = "" if abs_err is None else f" [abs {abs_err:.3g}, rel {rel_err:.3g}]"
-                lines.append(f"  {r.backend} {r.case.id} {r.dtype} {check}: {detail}{errors}")
-        lines.append(f"    reproduce: {r.reproduce()}")
-    return "\n".join(lines)
+                errors = "" if abs_err is None or "max abs error" in detail else \
+                    f" [abs {abs_err:.3g}, rel {rel_err:.3g}]"
+                say(f"  {r.backend} {r.id} {r.dtype} {check}: {detail}{errors}")
+        if r.cause and r.cause not in r.checks.get("run", ("", ""))[1]:
+            say(f"    cause: {r.cause}")
+        say(f"    reproduce: {r.reproduce()}")
+        if tracebacks:
+            say("    in Python:\n" + _indent(r.snippet(), 6))
+            if r.traceback:
+                say(_indent(r.traceback.rstrip(), 6))
+    if failures and not tracebacks:
+        say("(--traceback prints each failure's traceback and a Python snippet; --json keeps "
+            "them)")
+
+
+def _indent(text, spaces):
+    return "\n".join(" " * spaces + line for line in text.splitlines())
+
+
+def text(results, unavailable, stale=(), preflights=(), tracebacks=False, width=100) -> str:
+    """The report of :func:`render` as plain text."""
+    from rich.console import Console
+
+    console = Console(record=True, width=width, file=io.StringIO(), color_system=None,
+                      soft_wrap=True)
+    render(console, results, unavailable, stale, preflights, tracebacks)
+    return console.export_text()
 
 
 def _cell(counts):
@@ -80,91 +130,52 @@ def _cell(counts):
     return cell + (f"+{counts['deviation']}d" if counts["deviation"] else "")
 
 
-def as_json(results, unavailable, seed) -> dict:
+def as_json(results, unavailable, seed, preflights=(), env=None) -> dict:
     """The versioned JSON document described in docs/conformance.md."""
+    from .html_report import environment
+
     return {
         "schema": "arraygrad-conformance",
         "version": SCHEMA_VERSION,
         "arraygrad": ag.__version__,
+        "environment": env or environment(sorted({r.backend for r in results})),
         "seed": seed,
         "unavailable": unavailable,
+        "preflight": {p.backend: p.as_json() for p in preflights},
         "summary": {b: {f: dict(c) for f, c in row.items()} for b, row in summary(results).items()},
         "removed": {b: dict(reasons) for b, reasons in removed(results).items()},
         "results": [{
-            "backend": r.backend, "case": r.case.id, "op": r.case.op, "variant": r.case.variant,
-            "family": r.case.family, "dtype": r.dtype, "status": r.status,
-            "reproduce": r.reproduce(),
+            "backend": r.backend, "case": r.case.id, "id": r.id, "inputs": r.inputs,
+            "op": r.case.op, "variant": r.case.variant, "family": r.case.family,
+            "dtype": r.dtype, "status": r.status, "reproduce": r.reproduce(),
+            **({"python": r.snippet(), "cause": r.cause, "traceback": r.traceback}
+               if r.status == "fail" else {}),
             "checks": {check: {"status": s, "detail": d, "max_abs_error": a, "max_rel_error": e}
                        for check, (s, d, a, e) in r.checks.items()},
         } for r in results],
     }
 
 
-def write_json(path, results, unavailable, seed):
+def write_json(path, results, unavailable, seed, preflights=(), env=None):
     with open(path, "w") as stream:
-        json.dump(as_json(results, unavailable, seed), stream, indent=1)
+        json.dump(as_json(results, unavailable, seed, preflights, env), stream, indent=1)
 
 
-def as_html(results, unavailable, seed) -> str:
-    """One self-contained page: a colour-coded case x backend matrix; hover a cell for its
-    checks, click it to show them below the matrix. No network."""
-    backends = sorted({r.backend for r in results})
-    rows = collections.OrderedDict()
-    for r in results:
-        rows.setdefault(r.case.id, {}).setdefault(r.backend, []).append(r)
-    head = "".join(f"<th>{html.escape(b)}</th>" for b in backends)
-    body = []
-    for case_id, cells in rows.items():
-        tds = []
-        for backend in backends:
-            entries = cells.get(backend, [])
-            status = _worst([e.status for e in entries]) if entries else "skip"
-            details = "\n".join(
-                f"{e.dtype}: {e.status}; " + "; ".join(
-                    f"{c}={s}{(' (' + d + ')') if d else ''}" for c, (s, d, *_)
-                    in e.checks.items()) for e in entries)
-            tds.append(f'<td class="{status}" title="{html.escape(details)}" '
-                       f'data-details="{html.escape(details)}">{status}</td>')
-        body.append(f"<tr><th>{html.escape(case_id)}</th>{''.join(tds)}</tr>")
-    counts = summary(results)
-    legend = "".join(f'<span class="{s}">{s}</span> ' for s in COLOURS)
-    totals = " | ".join(
-        f"{html.escape(b)}: " + ", ".join(f"{k} {v}" for k, v in sorted(
-            sum((c for c in row.values()), start=__import__('collections').Counter()).items()))
-        for b, row in sorted(counts.items()))
-    style = "".join(f".{s}{{background:{c};color:#fff}}" for s, c in COLOURS.items())
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>arraygrad conformance</title>
-<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ddd;padding:2px 8px;font-size:12px;text-align:left}}
-td{{cursor:pointer}}{style}#details{{white-space:pre-wrap;font-family:monospace;margin-top:1em}}
-</style></head><body>
-<h1>arraygrad conformance</h1>
-<p>arraygrad {html.escape(ag.__version__)}, seed {seed}. {legend}</p>
-<p id="totals">{html.escape(totals)}</p>
-<p>{html.escape('; '.join(f'{k}: {v}' for k, v in unavailable.items()))}</p>
-<table id="matrix"><thead><tr><th>case</th>{head}</tr></thead><tbody>
-{''.join(body)}
-</tbody></table>
-<div id="details">Click a cell for the checks of that case.</div>
-<script>
-document.getElementById("matrix").addEventListener("click", function (event) {{
-  var cell = event.target.closest("td");
-  if (cell) {{ document.getElementById("details").textContent = cell.dataset.details; }}
-}});
-document.body.dataset.ready = "yes";
-</script>
-</body></html>
-"""
+def as_html(results, unavailable, seed, **options) -> str:
+    """One self-contained page (no network): cases grouped by family, failing rows first, a
+    badge per dtype in each case x backend cell, a side panel with a cell's checks, reproduce
+    command and traceback. See ``html_report.as_html`` for the options."""
+    from . import html_report
+
+    return html_report.as_html(results, unavailable, seed, **options)
 
 
 def _worst(statuses):
-    for status in ("fail", "deviation", "pass"):
-        if status in statuses:
-            return status
-    return "skip"
+    from . import html_report
+
+    return html_report.worst(statuses)
 
 
-def write_html(path, results, unavailable, seed):
-    with open(path, "w") as stream:
-        stream.write(as_html(results, unavailable, seed))
+def write_html(path, results, unavailable, seed, **options):
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write(as_html(results, unavailable, seed, **options))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import shlex
 import sys
+import traceback
 import types
 import zlib
 
@@ -14,7 +16,7 @@ import arraygrad as ag
 from arraygrad.errors import BackendUnavailable
 from arraygrad.testing import grad_function, gradient_errors, host_inner, random_like
 
-from . import behaviour, external, known as deviations
+from . import behaviour, diagnose, external, known as deviations
 from .cases import CASES, CHECKS, draw
 
 REFERENCE = "numpy"
@@ -29,6 +31,14 @@ class Result:
     dtype: str
     checks: dict  # check -> (status, detail, max_abs, max_rel)
     seed: int
+    inputs: str | None = None  # the backend's semantic inputs (``"masked"``), or plain ones
+    cause: str | None = None  # the call to blame, found by running the failure again traced
+    traceback: str | None = None  # of a crash
+
+    @property
+    def id(self) -> str:
+        """The case id, with ``@inputs`` for the backend's semantic inputs."""
+        return self.case.id + (f"@{self.inputs}" if self.inputs else "")
 
     @property
     def status(self) -> str:
@@ -38,17 +48,90 @@ class Result:
                 return status
         return "skip"
 
+    def _plugin(self):
+        """``module:object`` of a backend registered at run time (None: from an entry point,
+        or not importable by name)."""
+        backend = ag.get_backend(self.backend)
+        if backend.from_entry_point:
+            return None
+        plugin = backend.plugin
+        if isinstance(plugin, types.ModuleType):
+            return plugin.__name__
+        module = sys.modules.get(getattr(plugin, "__module__", ""))
+        name = next((k for k, v in vars(module).items() if v is plugin), None) if module else None
+        return f"{module.__name__}:{name}" if name else "MODULE:OBJECT"
+
     def reproduce(self) -> str:
-        return (f"arraygrad conformance --backend {self.backend} --op '{self.case.id}' "
-                f"--dtype {self.dtype} --seed {self.seed}")
+        """A shell command running this case again (quoted for POSIX shells)."""
+        plugin = self._plugin()
+        semantic = ag.get_backend(self.backend).spec.semantic_inputs
+        op = self.id if self.inputs or not semantic else f"{self.id}@plain"
+        return shlex.join(["arraygrad", "conformance", *(["--plugin", plugin] if plugin else []),
+                           "--backend", self.backend, "--op", op, "--dtype",
+                           {"complex64": "float32", "complex128": "float64"}.get(self.dtype,
+                                                                                 self.dtype),
+                           "--seed", str(self.seed), "--traceback"])
+
+    def snippet(self) -> str:
+        """Python lines running this case again and printing each check, the cause and the
+        traceback."""
+        plugin = self._plugin()
+        register = ""
+        if plugin:
+            module, _, name = plugin.partition(":")
+            register = (f"import {module}\nag.register_backend({module}"
+                        f"{'.' + name if name else ''})\n")
+        return (f"import arraygrad as ag\nfrom arraygrad.conformance import runner\n{register}"
+                f"result = runner.run_one({self.backend!r}, runner.case({self.case.id!r}), "
+                f"{self.dtype!r}, seed={self.seed}"
+                f"{f', inputs={self.inputs!r}' if self.inputs else ''})\n"
+                "print(result.explain())")
+
+    def explain(self) -> str:
+        """Every check with its status and detail, then the cause and the traceback."""
+        lines = [f"{self.backend} {self.id} {self.dtype}: {self.status}"]
+        lines += [f"  {check}: {status}{' - ' + detail if detail else ''}"
+                  for check, (status, detail, *_) in self.checks.items()]
+        if self.cause:
+            lines.append(f"  cause: {self.cause}")
+        if self.traceback:
+            lines.append(self.traceback.rstrip())
+        return "\n".join(lines)
+
+
+def _matches(text, pattern):
+    """Glob matching where brackets are literal (``prod[axis=None*`` as typed): case ids
+    contain them; ``?`` and ``*`` remain wildcards."""
+    return fnmatch.fnmatchcase(text, pattern.replace("[", "[[]"))
 
 
 def select(pattern: str | None):
-    """The cases whose id or op matches the glob ``pattern`` (all when None)."""
+    """The cases whose id or op matches the glob ``pattern`` (all when None); in
+    ``id@inputs``, the part before ``@``."""
     if not pattern:
         return list(CASES)
-    return [c for c in CASES if fnmatch.fnmatchcase(c.id, pattern) or
-            fnmatch.fnmatchcase(c.op, pattern) or c.id == pattern]
+    pattern = pattern.split("@")[0]
+    return [c for c in CASES if _matches(c.id, pattern) or _matches(c.op, pattern)]
+
+
+def case(case_id: str):
+    """The case with this id (``"prod[axis=None]"``)."""
+    for c in CASES:
+        if c.id == case_id:
+            return c
+    raise ValueError(f"no conformance case {case_id!r} (arraygrad conformance --list shows them)")
+
+
+def _inputs_selected(kind, pattern):
+    """Whether the run of ``pattern`` includes the inputs ``kind`` (None: plain ones): a
+    pattern without ``@`` takes every kind, ``...@masked`` only that one, ``...@plain`` the
+    plain inputs alone."""
+    if not pattern or "@" not in pattern:
+        return True
+    wanted = pattern.split("@", 1)[1]
+    if wanted == "plain":
+        return kind is None
+    return kind is not None and fnmatch.fnmatchcase(kind, wanted)
 
 
 def _outputs(value):
@@ -65,6 +148,7 @@ def _errors(got, expected):
 
 
 FLOAT64 = ("float64", "complex128")
+_REAL = {"complex64": "float32", "complex128": "float64"}
 JACOBIAN_SIZE = 24  # the full Jacobian is checked when inputs and outputs have at most this
 #                     many real coordinates; larger cases rely on the random projections
 
@@ -72,7 +156,8 @@ JACOBIAN_SIZE = 24  # the full Jacobian is checked when inputs and outputs have 
 class _Runner:
     """Checks of one case on one backend in one dtype."""
 
-    def __init__(self, backend, case, dtype, seed, tolerances, allow_missing=False):
+    def __init__(self, backend, case, dtype, seed, tolerances, allow_missing=False,
+                 inputs=None):
         self.backend, self.case, self.dtype, self.seed = backend, case, dtype, seed
         self.rtol, self.atol = tolerances
         self.rtol = case.rtol.get(dtype, self.rtol)
@@ -80,13 +165,20 @@ class _Runner:
         self.rng = np.random.default_rng(seed + zlib.crc32(case.id.encode()))
         self.host = [draw(arg, dtype, self.rng) for arg in case.args]
         self.checks = {}
+        self.stage = "drawing the inputs"
+        self.inputs = inputs
+        make = backend.spec.semantic_inputs[inputs] if inputs else None
+        # Host values to the backend's arrays: its semantic inputs for float and complex ones.
+        self.to_backend = backend.raw.asarray if make is None else (
+            lambda h: make(h) if np.issubdtype(np.asarray(h).dtype, np.inexact)
+            else backend.raw.asarray(h))
 
     def _raw(self, host, arg):
         raw = self.backend.raw
-        if arg.strided and self.backend.name in ("numpy", "torch", "cupy"):
+        if arg.strided and self.inputs is None and self.backend.name in ("numpy", "torch", "cupy"):
             return raw.permute_dims(raw.asarray(np.ascontiguousarray(host.T)),
                                     tuple(reversed(range(host.ndim))))
-        return raw.asarray(host)
+        return self.to_backend(host)
 
     def record(self, check, status, detail="", errors=(None, None)):
         self.checks[check] = (status, detail, *errors)
@@ -103,8 +195,10 @@ class _Runner:
             worst = (max(worst[0], abs_err), max(worst[1], rel_err))
             if not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=self.case.nan_expected):
                 nans = np.isnan(g) | np.isnan(e)
-                detail = (f"NaN where {'it' if np.isnan(e).all() else 'the reference'} "
-                          "is not NaN" if nans.any() and not self.case.nan_expected else
+                ours = (np.isnan(g) & ~np.isnan(e)).any()
+                detail = (("NaN where the reference is not NaN" if ours else
+                           "the reference is NaN where this is not")
+                          if nans.any() and not self.case.nan_expected else
                           f"max abs error {abs_err:.3g}, max rel error {rel_err:.3g}")
                 return self.record(check, "fail", f"{detail} (rtol {rtol:g}, atol {atol:g})",
                                    (abs_err, rel_err))
@@ -132,19 +226,30 @@ class _Runner:
             return self._behaviour()
         self.record("behaviour", "skip", "checked by the autograd.* cases")
         ns, raw = backend.ns, backend.raw
+        self.stage = f"making {self.inputs} inputs" if self.inputs else "making the inputs"
         raw_inputs = [self._raw(h, a) for h, a in zip(self.host, case.args)]
+        self.stage = f"the backend's own `{case.op}`"
         try:
             expected = _outputs(case.call(raw, *raw_inputs))
-        except AttributeError as exc:
-            if not _lacks_function(exc, raw):
+        except (AttributeError, NotImplementedError) as exc:
+            if isinstance(exc, AttributeError) and not _lacks_function(exc, raw):
                 raise
+            what = (f"{backend.name}'s own `{case.op}` raised NotImplementedError: {exc}"
+                    if isinstance(exc, NotImplementedError) else
+                    f"not provided by the backend: {exc}")
             if case.extension or self.allow_missing:
-                return self.skip_all(f"not provided by the backend: {exc}")
+                return self.skip_all(what)
             self.skip_all("not run: the backend lacks a function")
-            self.record("forward", "fail", f"not provided by the backend: {exc}; the standard "
-                        "requires it (--allow-missing turns this into a skip)")
+            self.record("forward", "fail", f"{what}; the standard requires it "
+                        "(--allow-missing turns this into a skip)")
             return self.checks
+        except Exception as exc:
+            if self.inputs is None:
+                raise
+            return self.skip_all(f"not applicable to {self.inputs} inputs: {backend.name}'s "
+                                 f"own `{case.op}` raised {type(exc).__name__}: {exc}")
         # 1. Forward values, dtype, shape and device equal the backend's own.
+        self.stage = "the forward pass through arraygrad"
         got = _outputs(case.call(ns, *[ag.Variable(r) for r in raw_inputs]))
         problems = [f"dtype {g.dtype} != {e.dtype}" for g, e in zip(got, expected)
                     if g.dtype != e.dtype]
@@ -157,6 +262,7 @@ class _Runner:
             self.compare("forward", [backend.to_numpy(g.data) for g in got],
                          [backend.to_numpy(e) for e in expected], rtol=1e-12, atol=0)
         # The gradient, with invariants.
+        self.stage = "backward"
         variables = [ag.Variable(r, requires_grad=np.issubdtype(h.dtype, np.inexact))
                      for r, h in zip(raw_inputs, self.host)]
         outs = _outputs(case.call(ns, *variables))
@@ -172,28 +278,39 @@ class _Runner:
         smooth = case.convention is None
         kink = "not differentiable at this input: checked against the convention"
         # 2. The numerical gradient (float64 only), projected and, for small cases, in full.
+        self.stage = "central differences"
         if not smooth:
             self.record("numerical", "skip", kink)
         elif self.dtype in FLOAT64:
-            analytic, numeric = gradient_errors(f, self.host, backend, seed=self.seed)
+            analytic, numeric = gradient_errors(f, self.host, backend, seed=self.seed,
+                                                to_backend=self.to_backend)
             self.compare("numerical", [analytic], [numeric], *self.at_least(1e-5, 1e-7))
         else:
             self.record("numerical", "skip", "central differences need float64")
         self._jacobian(f, grads, us_host, kink if not smooth else None)
         # 3. Agreement with the reference backend and an independent library.
-        self._cross_backend(host_grads, us_host, reference)
-        self._external(host_grads, us_host, reference)
-        self._convention(host_grads, us_host)
+        if self.inputs is None:
+            self.stage = "the reference backend"
+            self._cross_backend(host_grads, us_host, reference)
+            self.stage = "the external reference"
+            self._external(host_grads, us_host, reference)
+            self._convention(host_grads, us_host)
+        else:
+            for check in ("cross_backend", "external", "convention"):
+                self.record(check, "skip", f"the references know plain arrays, not {self.inputs}")
         # 5. Second order.
+        self.stage = "second order (create_graph)"
         if case.second_order and self.dtype in FLOAT64 and smooth:
             analytic, numeric = gradient_errors(grad_function(f, backend, self.seed + 1),
-                                                self.host, backend, seed=self.seed + 2)
+                                                self.host, backend, seed=self.seed + 2,
+                                                to_backend=self.to_backend)
             self.compare("second_order", [analytic], [numeric], *self.at_least(1e-5, 1e-7))
         else:
             self.record("second_order", "skip", "not marked for second order"
                         if not case.second_order else kink if not smooth else
                         "second order is checked in float64")
         # 6. Forward mode: <u, J v> = <J^H u, v>.
+        self.stage = "forward mode (jvp)"
         self._forward_mode(f, raw_inputs, grads, us_host)
         return self.checks
 
@@ -246,7 +363,7 @@ class _Runner:
         if not self.backend.capabilities().get("host_reads", True):
             return self.record("jacobian", "skip", "host reads are slow on this backend (2n "
                                "evaluations): the projections and cross_backend stand in")
-        backend, raw = self.backend, self.backend.raw
+        backend = self.backend
         columns = [(i, j, unit) for i, h in enumerate(self.host)
                    if np.issubdtype(h.dtype, np.inexact)
                    for j in range(h.size) for unit in ((1, 1j) if np.iscomplexobj(h) else (1,))]
@@ -257,7 +374,7 @@ class _Runner:
 
         def loss(host_inputs):
             return host_inner(backend, us_host, _outputs(
-                f(*[ag.Variable(raw.asarray(h)) for h in host_inputs])))
+                f(*[ag.Variable(self.to_backend(h)) for h in host_inputs])))
 
         numeric, analytic = [], []
         by_input = iter(grads)
@@ -384,27 +501,32 @@ def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
     """Run the suite; returns ``(results, unavailable)`` where ``unavailable`` maps backend
     names to reasons."""
     ag.registry.ensure_loaded()
-    names = backends or [info.name for info in ag.backends() if info.available]
     unavailable, targets = {}, []
+    if not backends:  # every available backend; the others are listed with their reasons
+        infos = ag.backends()
+        unavailable.update({info.name: info.reason for info in infos if not info.available})
+    names = backends or [info.name for info in infos if info.available]
     for name in names:
         try:
             backend = ag.get_backend(name)
             backend.raw
             targets.append(backend)
         except (BackendUnavailable, ag.BackendError) as exc:
-            unavailable[name] = str(exc)
+            broken = ag.registry.broken.get(name)
+            unavailable[name] = f"its plugin is broken: {broken}" if broken else str(exc)
     cases = select(pattern)
-    jobs = [(b, c, d) for b in targets for c in cases for d in c.dtypes
-            if dtypes is None or d in dtypes or d.replace("complex", "float") in dtypes
-            or {"complex64": "float32", "complex128": "float64"}.get(d) in (dtypes or ())]
+    jobs = [(b, c, d, kind) for b in targets for c in cases for d in c.dtypes
+            for kind in (None, *b.spec.semantic_inputs)
+            if (dtypes is None or d in dtypes or _REAL.get(d) in dtypes)
+            and _inputs_selected(kind, pattern) and (kind is None or c.behaviour is None)]
     reference = _reference(external_library)
     results = []
     known = {b.name: deviations.for_backend(b, deviation_files) for b in targets}
-    for index, (backend, case, dtype) in enumerate(jobs):
+    for index, (backend, case, dtype, kind) in enumerate(jobs):
         if progress:
             progress(index, len(jobs), f"{backend.name} {case.id} {dtype}")
         results.append(run_one(backend, case, dtype, seed, reference, known[backend.name],
-                               allow_missing=allow_missing))
+                               allow_missing=allow_missing, inputs=kind))
         if exitfirst and results[-1].status == "fail":
             break
     if progress:
@@ -413,42 +535,71 @@ def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
 
 
 def run_one(backend, case, dtype, seed=0, reference=None, known=None, *,
-            allow_missing=False) -> Result:
-    """Run every check of ``case`` on ``backend`` (a Backend or a name) in ``dtype``."""
+            allow_missing=False, inputs=None) -> Result:
+    """Run every check of ``case`` on ``backend`` (a Backend or a name) in ``dtype``, on its
+    semantic ``inputs`` where named; a failure is run again, traced, to name its cause."""
     backend = ag.get_backend(backend) if isinstance(backend, str) else backend
     reference = reference or _reference()
     known = deviations.for_backend(backend) if known is None else known
-    runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype), allow_missing)
-    try:
-        checks = runner.run(reference)
-    except Exception as exc:  # a crash fails the case once; the checks left did not run
-        checks = runner.checks
-        checks["run"] = ("fail", f"crashed: {type(exc).__name__}: {exc}", None, None)
-        for check in CHECKS:
-            checks.setdefault(check, ("skip", "not run: the case crashed", None, None))
-    return Result(backend.name, case, dtype, deviations.apply(checks, case.id, dtype, known),
-                  seed)
+
+    def attempt():
+        runner = None
+        try:
+            runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype),
+                             allow_missing, inputs)
+            return runner.run(reference), None
+        except Exception as exc:  # a crash fails the case once; the checks left did not run
+            checks = runner.checks if runner else {}
+            stage = runner.stage if runner else "reading the backend's declaration"
+            checks["run"] = ("fail", f"crashed in {stage}: {type(exc).__name__}: "
+                             f"{exc}".rstrip(": "), None, None)
+            for check in CHECKS:
+                checks.setdefault(check, ("skip", "not run: the case crashed", None, None))
+            return checks, exc
+
+    checks, crash = attempt()
+    result = Result(backend.name, case, dtype, checks, seed, inputs)
+    if result.status == "fail" and case.behaviour is None:
+        if crash is not None:
+            result.traceback = "".join(traceback.format_exception(crash))
+        log, raised = diagnose.trace(backend, attempt)
+        blamed = diagnose.cause(log)
+        if blamed is not None:
+            result.cause = str(blamed)
+            if crash is not None:
+                status, detail, *errors = checks["run"]
+                checks["run"] = (status, f"{detail} ({result.cause})", *errors)
+    result.checks = deviations.apply(checks, result.id, dtype, known)
+    return result
 
 
 def progress_bar(stream=sys.stderr):
-    """A one-line progress bar on a terminal; elsewhere (a CI log) a line per tenth done."""
-    terminal = getattr(stream, "isatty", lambda: False)()
+    """Progress on a terminal (rich's bar, cleared when done); elsewhere (a CI log) a line per
+    tenth done."""
+    if getattr(stream, "isatty", lambda: False)():
+        from rich.console import Console
+        from rich.progress import Progress
+
+        bar = Progress(console=Console(file=stream), transient=True)
+        task = None
+
+        def show(done, total, label):
+            nonlocal task
+            if task is None:
+                bar.start()
+                task = bar.add_task("case runs", total=total)
+            bar.update(task, completed=done, description=label[:40])
+            if done == total:
+                bar.stop()
+        return show
     shown = [-1]
 
     def show(done, total, label):
-        if not terminal:
-            tenth = 10 * done // max(total, 1)
-            if tenth != shown[0]:
-                shown[0] = tenth
-                stream.write(f"{done}/{total} case runs ({10 * tenth}%)\n")
-                stream.flush()
-            return
-        width = 30
-        filled = width * done // max(total, 1)
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:50]:<50}")
-        if done == total:
-            stream.write("\n")
-        stream.flush()
+        tenth = 10 * done // max(total, 1)
+        if tenth != shown[0]:
+            shown[0] = tenth
+            stream.write(f"{done}/{total} case runs ({10 * tenth}%)\n")
+            stream.flush()
     return show
 
 

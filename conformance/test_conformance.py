@@ -1,18 +1,25 @@
 """The conformance suite as pytest tests (collected by ``pytest --pyargs arraygrad.conformance``;
 see ``pytest_plugin``)."""
 
+import shlex
+
 import pytest
 
 
 def test_gradients(arraygrad_case, request):
-    from .runner import run_one
+    from .runner import _REAL, run_one
 
-    backend, case, dtype = arraygrad_case
-    result = run_one(backend, case, dtype, seed=request.config.getoption("arraygrad_seed"))
+    backend, case, dtype, inputs = arraygrad_case
+    result = run_one(backend, case, dtype, seed=request.config.getoption("arraygrad_seed"),
+                     inputs=inputs)
     details = "\n".join(f"{check}: {status} {detail}" for check, (status, detail, *_)
                         in result.checks.items() if status != "pass")
     if result.status == "fail":
-        pytest.fail(f"{details}\nreproduce: {result.reproduce()}", pytrace=False)
+        rerun = shlex.join(["pytest", "--pyargs", "arraygrad.conformance", "--arraygrad-backend",
+                            backend, "--arraygrad-op", result.id, "--arraygrad-dtype",
+                            _REAL.get(dtype, dtype)])
+        pytest.fail(f"{result.explain()}\nrerun: {rerun}\nor: {result.reproduce()}\n"
+                    f"in Python:\n{result.snippet()}", pytrace=False)
     if result.status == "deviation":
         pytest.xfail(details)
     if result.status == "skip":

@@ -43,6 +43,19 @@ AT_LOAD = {
                                     namespace="'imaginary_array_lib'"),
     # registered by the entry point above this one:
     "clashing_name": _declaring("no_namespace", namespace="'numpy'"),
+    # a namespace that is no namespace at all
+    "number_namespace": _declaring("number_namespace", namespace="lambda: 42"),
+    # claims NumPy's arrays, which the numpy backend owns: it must not take them over
+    "numpy_thief": _declaring("numpy_thief", namespace="'array_api_compat.numpy'",
+                              arrays="('numpy:ndarray',)"),
+    # a rule override that is not a Rule: only its own backend is affected, with a clear error
+    "bad_override": _declaring("bad_override", namespace="'array_api_compat.numpy'",
+                               arrays="(type('Own', (__import__('numpy').ndarray,), {}),)")
+                    + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_rule_override(backend, op):
+            return [1, 2]
+    """),
 }
 
 # A plugin whose declaration is wrong in a way seen only when arrays are looked up: it must be
@@ -136,6 +149,9 @@ def when_asked(tmp_path_factory):
     ("no_namespace", "its plugin returned no namespace"),
     ("raising_namespace", "ModuleNotFoundError: No module named 'imaginary_array_lib'"),
     ("clashing_name", "already registered by another plugin"),
+    ("number_namespace", "its plugin's namespace is 42, which has no asarray"),
+    ("numpy_thief", "array type(s) already owned by another backend: numpy:ndarray (by "
+                    "'numpy')"),
 ])
 def test_reported_with_its_reason(at_load, name, reason):
     report, cli = at_load
@@ -160,3 +176,11 @@ def test_a_plugin_whose_array_type_cannot_be_found_is_dropped_and_reported(when_
     assert not listed["available"]
     assert ("its array type 'numpy:NoSuchArray' cannot be found: AttributeError"
             in listed["reason"]), listed
+
+
+def test_a_bad_rule_override_names_the_op_and_what_to_return(tmp_path):
+    root = _install(tmp_path / "site", {"bad_override": AT_LOAD["bad_override"]})
+    out = _run(root, ["-c", "import arraygrad as ag\ntry:\n    ag.namespace('bad_override')\n"
+                            "except ag.BackendError as e:\n    print(e)"])
+    assert "rule override for 'abs' is a list, not an arraygrad.rules.Rule" in out
+    assert "return None to keep the built-in rule" in out

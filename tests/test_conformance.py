@@ -176,9 +176,55 @@ def test_the_command_exits_non_zero_on_failure_and_lists_a_reproduction(capsys):
     name = _broken_backend("wrong_sin", {"sin": lambda x: compat.sin(x) * (1 + 1e-3)})
     assert cli.main(["--backend", name, "--op", "sin[2d]", "-q"]) == 1
     out = capsys.readouterr().out
-    assert f"reproduce: arraygrad conformance --backend {name} --op 'sin[2d]'" in out
+    # registered at run time from no importable module: the line says where --plugin goes
+    assert (f"reproduce: arraygrad conformance --plugin MODULE:OBJECT --backend {name} --op "
+            "'sin[2d]' --dtype float64 --seed 0 --traceback") in out
     assert "max abs error" in out
     assert cli.main(["--backend", "numpy", "--op", "cos[2d]", "-q"]) == 0
+
+
+def test_a_reproduce_line_is_shell_quoted_and_reruns_a_runtime_plugin(tmp_path, monkeypatch,
+                                                                      capsys):
+    """A backend registered at run time from a module is reproduced with --plugin; a name with
+    shell metacharacters stays one quoted word."""
+    import shlex
+
+    (tmp_path / "odd_plugin.py").write_text(
+        "import array_api_compat.numpy as np_ns, numpy as np\n"
+        "from arraygrad import BackendSpec, hookimpl\n"
+        "class Odd(np.ndarray):\n    pass\n"
+        "class NS:\n"
+        "    def __getattr__(self, name):\n"
+        "        f = getattr(np_ns, name)\n"
+        "        if name == 'sin':\n"
+        "            return lambda x: np.asarray(np_ns.sin(x) * 1.001).view(Odd)\n"
+        "        if not callable(f) or isinstance(f, type):\n            return f\n"
+        "        def own(*a, **k):\n"
+        "            out = f(*a, **k)\n"
+        "            return np.asarray(out).view(Odd) if isinstance(out, (np.ndarray, np.generic)) else out\n"
+        "        return own\n"
+        "@hookimpl\n"
+        "def arraygrad_backend():\n"
+        "    return BackendSpec(name='odd;$(echo no)', arrays=(Odd,), namespace=lambda: NS(),\n"
+        "                       to_numpy=lambda a: np.asarray(a).view(np.ndarray))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import odd_plugin
+
+    ag.register_backend(odd_plugin)
+    try:
+        result = runner.run_one("odd;$(echo no)", runner.case("sin[2d]"), "float64")
+        assert result.status == "fail"
+        line = result.reproduce()
+        words = shlex.split(line)
+        assert words[words.index("--backend") + 1] == "odd;$(echo no)"
+        assert words[words.index("--plugin") + 1] == "odd_plugin"
+        assert cli.main(words[2:] + ["-q"]) == 1  # the plugin is registered already: reused
+        assert "odd;$(echo no) sin[2d] float64" in capsys.readouterr().out
+        snippet = result.snippet()
+        assert "import odd_plugin" in snippet
+        assert "runner.case('sin[2d]')" in snippet
+    finally:
+        ag.registry.unregister(odd_plugin)
 
 
 # ------------------------------------------------------------------------------ reports
@@ -201,7 +247,10 @@ def test_progress_is_a_bar_on_a_terminal_and_ten_lines_in_a_log():
             show(done, 1000, "numpy sin[2d] float64")
     assert log.getvalue().splitlines()[-1] == "1000/1000 case runs (100%)"
     assert len(log.getvalue().splitlines()) == 11 and "\r" not in log.getvalue()
-    assert terminal.getvalue().count("\r") == 1001 and terminal.getvalue().endswith("\n")
+    # rich's bar: redrawn in place, then cleared (transient), the cursor shown again
+    drawn = terminal.getvalue()
+    assert "100%" in drawn and "\n" not in drawn.replace("\n\x1b[?25h", "")
+    assert drawn.endswith("\x1b[2K")
 
 
 def test_json_report_is_versioned_and_complete(small_run, tmp_path):

@@ -34,7 +34,7 @@ class Rule:
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users")
+                 "pickers", "users", "positional")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1):
@@ -44,7 +44,13 @@ class Rule:
         self.display += "Backward"
         self.arrays = tuple(arrays)
         self.sequence = sequence  # "list" (concat's arrays) or "varargs" (broadcast_arrays)
-        self.params = tuple(params)
+        # Options a caller may give by position, in order; arraygrad itself passes those after
+        # "*" by keyword (keyword-only in an earlier revision of the standard, which backends
+        # such as ndonnx still follow).
+        params = tuple(params)
+        star = params.index("*") if "*" in params else len(params)
+        self.params = params[:star] + params[star + 1:]
+        self.positional = params[:star]
         self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
         self.joint = joint
         # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR or TRANSPOSE.

@@ -66,7 +66,8 @@ def vjp_repeat(xp, g, x_shape, repeats, *, axis=None):
 defvjp("reshape", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="shape", jvps=LINEAR)
 defvjp("permute_dims", lambda xp, g, *, axes: xp.permute_dims(g, _inverse_permutation(axes)),
        params="axes", jvps=LINEAR)
-defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis", jvps=LINEAR)
+defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="* axis",
+       jvps=LINEAR)
 defvjp("squeeze", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis", jvps=LINEAR)
 defvjp("broadcast_to", lambda xp, g: g, params="shape", jvps=LINEAR)  # the engine sums
 defvjp("flip", lambda xp, g, *, axis=None: xp.flip(g, axis=axis), jvps=LINEAR)

@@ -1,0 +1,126 @@
+"""Where a failure comes from: a failing case is run again with the backend's raw namespace
+traced, and the first call of it that raised, was missing or returned NaN from finite inputs is
+named with the rule and the stage that made it ("the `prod` rule (backward) called
+`cumulative_prod`, which returned NaN from finite inputs"). Only failures pay for this."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+
+_STAGES = {"arraygrad._engine": "backward", "arraygrad._forward": "forward mode",
+           "arraygrad._namespace": "forward", "arraygrad._transforms": "a transform"}
+
+
+@dataclasses.dataclass
+class Call:
+    """One anomalous call of the traced namespace."""
+
+    function: str
+    rule: str | None
+    stage: str | None
+    problem: str
+    exception: BaseException | None = None
+
+    def __str__(self):
+        where = (f"the `{self.rule}` rule ({self.stage}) called" if self.rule else
+                 f"arraygrad ({self.stage}) called" if self.stage else "the case called")
+        return f"{where} `{self.function}`, which {self.problem}"
+
+
+def _caller():
+    """The rule and stage of the arraygrad code on the stack that made the current call."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        rule = frame.f_locals.get("rule")
+        if module in _STAGES and rule is not None and hasattr(rule, "vjps"):
+            return rule.name, _STAGES[module]
+        if module in _STAGES and module != "arraygrad._namespace":
+            return None, _STAGES[module]
+        frame = frame.f_back
+    return None, None
+
+
+def _arrays(value):
+    if isinstance(value, (tuple, list)):
+        return [a for item in value for a in _arrays(item)]
+    return [value] if hasattr(value, "shape") and hasattr(value, "dtype") else []
+
+
+class Tracer:
+    """A raw namespace (or its ``linalg``/``fft``) that logs the anomalous calls made through
+    it; anything else passes through."""
+
+    def __init__(self, raw, backend, log, prefix=""):
+        self._raw, self._backend, self._log, self._prefix = raw, backend, log, prefix
+        self._busy = False
+
+    def __getattr__(self, name):
+        try:
+            value = getattr(self._raw, name)
+        except AttributeError:
+            self._log.append(Call(self._prefix + name, *_caller(), "the backend lacks"))
+            raise
+        if name in ("linalg", "fft"):
+            return Tracer(value, self._backend, self._log, f"{name}.")
+        if not callable(value) or isinstance(value, type) or name.startswith("_"):
+            return value
+        return lambda *args, **kwargs: self._call(name, value, args, kwargs)
+
+    def _call(self, name, function, args, kwargs):
+        if self._busy:
+            return function(*args, **kwargs)
+        try:
+            out = function(*args, **kwargs)
+        except Exception as exc:
+            self._log.append(Call(self._prefix + name, *_caller(),
+                                  f"raised {type(exc).__name__}: {exc}", exc))
+            raise
+        self._busy = True  # to_numpy may use this namespace: its calls are not the case's
+        try:
+            if self._nan(out) and not any(self._nan(a, finite=False) for a in
+                                          _arrays((args, list(kwargs.values())))):
+                self._log.append(Call(self._prefix + name, *_caller(),
+                                      "returned NaN from finite inputs"))
+        finally:
+            self._busy = False
+        return out
+
+    def _nan(self, value, finite=True):
+        """Whether an output holds NaN (``finite``), or an input holds NaN or inf."""
+        for array in _arrays(value):
+            try:
+                host = np.asarray(self._backend.to_numpy(array))
+            except Exception:  # an input or output the host cannot read: say nothing
+                continue
+            if host.dtype.kind in "fc" and (
+                    np.isnan(host).any() if finite else not np.isfinite(host).all()):
+                return True
+        return False
+
+
+def trace(backend, run):
+    """``(log, exception)``: the anomalous calls of the raw namespace of ``backend`` while
+    ``run()`` runs, and what it raised (None if nothing)."""
+    log, raised = [], None
+    real = backend.raw
+    backend._raw = Tracer(real, backend, log)
+    try:
+        run()
+    except Exception as exc:
+        raised = exc
+    finally:
+        backend._raw = real
+    return log, raised
+
+
+def cause(log, exception=None):
+    """The call to blame: the one that raised ``exception``, else the first that was missing,
+    raised or returned NaN."""
+    for call in log:
+        if exception is not None and call.exception is exception:
+            return call
+    return log[0] if log else None

@@ -1,0 +1,251 @@
+"""Record or refuse: wrong arguments to the transforms and to ``autograd.grad`` get an error
+naming the argument and what to do, and tuple outputs are supported as in torch.func and JAX,
+never a silently wrong result or an internal AttributeError/IndexError."""
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.errors import BackwardError
+
+xp = ag.namespace("numpy")
+
+
+def _close(a, b):
+    return np.allclose(np.asarray(getattr(a, "data", a)), np.asarray(getattr(b, "data", b)))
+
+
+# ----------------------------------------------------------------------------------- jvp
+def test_jvp_refuses_a_missing_tangent_instead_of_taking_zero():
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    with pytest.raises(ValueError, match=r"jvp\(\): 2 primals and 1 tangents"):
+        ag.jvp(lambda a, b: a * b, [x, y], [np.ones(2)])
+
+
+@pytest.mark.parametrize("tangent, problem", [
+    (np.ones((2, 3)), "shape (2, 3) and dtype float64"),
+    (np.ones(4), "shape (4,) and dtype float64"),
+    (np.ones(3, dtype=np.float32), "shape (3,) and dtype float32"),
+])
+def test_jvp_refuses_a_tangent_unlike_its_primal(tangent, problem):
+    with pytest.raises(ValueError) as error:
+        ag.jvp(xp.sin, [np.ones(3)], [tangent])
+    assert f"tangent 0 has {problem}, but its primal has shape (3,) and dtype float64" in str(
+        error.value)
+
+
+def test_jvp_of_a_tuple_output_gives_a_tangent_per_output():
+    x, t = np.array([0.5, 1.5]), np.array([1.0, -2.0])
+    (s, c), (ts, tc) = ag.jvp(lambda a: (xp.sin(a), xp.cos(a)), [x], [t])
+    assert _close(ts, np.cos(x) * t) and _close(tc, -np.sin(x) * t)
+
+
+# ----------------------------------------------------------------------------- vjp, jacobian
+def test_vjp_of_a_tuple_output_takes_a_cotangent_per_output():
+    x = np.array([0.5, 1.5, -1.0])
+    (s, c), vjp_fn = ag.vjp(lambda a: (xp.sin(a), xp.sum(a * a)), x)
+    u = np.array([1.0, 2.0, 3.0])
+    (g,) = vjp_fn((u, np.asarray(2.0)))
+    assert _close(g, np.cos(x) * u + 2.0 * 2 * x)
+    with pytest.raises(ValueError, match=r"f returned 2 outputs, so it takes a tuple of 2"):
+        vjp_fn(u)
+
+
+def test_jacobian_of_a_tuple_output_gives_one_jacobian_per_output():
+    x = np.array([0.5, 1.5])
+    js, jq = ag.jacobian(lambda a: (xp.sin(a), a[0] * a[1]))(x)
+    assert _close(js, np.diag(np.cos(x))) and js.shape == (2, 2)
+    assert _close(jq, np.array([x[1], x[0]])) and jq.shape == (2,)
+
+
+def test_jacobian_of_a_constant_output_is_zero():
+    jac = ag.jacobian(lambda a: xp.ones(3))(np.array([1.0, 2.0]))
+    assert jac.shape == (3, 2) and not np.any(jac)
+
+
+def test_transforms_refuse_what_f_returns_if_it_is_not_an_array_of_the_graph():
+    with pytest.raises(TypeError, match=r"vjp\(\): f returned a float"):
+        ag.vjp(lambda a: 3.0, np.ones(2))
+    with pytest.raises(TypeError, match=r"jacobian\(\): f returned a ndarray of shape \(2,\)"):
+        ag.jacobian(lambda a: np.ones(2))(np.ones(2))
+
+
+# ------------------------------------------------------------------------------------ grad
+def test_grad_names_an_argnums_out_of_range():
+    with pytest.raises(ValueError, match=r"argnums=5, but the function was called with 1"):
+        ag.grad(lambda a: xp.sum(a), argnums=5)(np.ones(2))
+    with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints"):
+        ag.grad(lambda a: xp.sum(a), argnums="0")(np.ones(2))
+    # negative positions count from the end, as in JAX
+    assert _close(ag.grad(lambda a, b: xp.sum(a * b), argnums=-1)(np.ones(2), np.full(2, 3.0)),
+                  np.ones(2))
+
+
+def test_grad_with_aux_needs_a_pair():
+    with pytest.raises(TypeError, match=r"has_aux=True\) needs f to return a pair \(output, "
+                                        r"aux\), got a Variable of shape \(\)"):
+        ag.grad(lambda a: xp.sum(a), has_aux=True)(np.ones(2))
+
+
+# ---------------------------------------------------------------------------- autograd.grad
+def test_autograd_grad_refuses_fewer_grad_outputs_than_outputs():
+    x = ag.Variable(np.array([1.0, 2.0]), requires_grad=True)
+    y1, y2 = xp.sum(x * x), xp.sum(3 * x)
+    with pytest.raises(BackwardError, match="got 2 outputs and 1 grad_outputs"):
+        ag.autograd.grad([y1, y2], [x], [None])
+    assert _close(ag.autograd.grad([y1, y2], [x], [None, None])[0], 2 * x.data + 3)
+
+
+def test_autograd_grad_names_a_raw_array_among_the_inputs():
+    x = ag.Variable(np.array([1.0, 2.0]), requires_grad=True)
+    y = xp.sum(x * x)
+    with pytest.raises(TypeError, match=r"inputs\[1\] is a ndarray, not a Variable"):
+        ag.autograd.grad(y, [x, np.ones(2)])
+    with pytest.raises(TypeError, match=r"outputs\[0\] is a float"):
+        ag.autograd.grad(1.0, [x])
+
+
+# -------------------------------------------------------------- the standard's signatures
+def test_the_positional_table_is_the_standards():
+    """arraygrad's table of positional arguments equals array-api-strict's signatures (the
+    standard's), for every function of the standard that array-api-strict has."""
+    import inspect
+
+    import array_api_strict
+
+    from arraygrad import _standard
+
+    for name in _standard.FUNCTIONS:
+        function = array_api_strict
+        for part in name.split("."):
+            function = getattr(function, part, None)
+        if function is None:
+            continue
+        parameters = inspect.signature(function).parameters.values()
+        if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+            assert name not in _standard.POSITIONAL
+            continue
+        count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+        assert _standard.POSITIONAL[name] == count, name
+
+
+def _arguments(name, x):
+    """Valid positional arguments of ``name`` (as many as the standard allows)."""
+    m = xp.reshape(x[:4], (2, 2))
+    return {
+        "clip": (x, 0.0, 1.0), "where": (x > 0.5, x, 2 * x), "moveaxis": (m, 0, 1),
+        "arange": (0, 5, 1), "linspace": (0.0, 1.0, 5), "eye": (3, 4), "full": ((2,), 1.0),
+        "full_like": (x, 2.0), "reshape": (x, (2, 3)), "roll": (x, 1), "expand_dims": (x, 0),
+        "squeeze": (xp.reshape(x, (1, 6)), 0), "tile": (x, (2,)), "repeat": (x, 2),
+        "broadcast_to": (x, (2, 6)), "permute_dims": (m, (1, 0)), "astype": (x, xp.float32),
+        "take": (x, xp.asarray([0, 2])), "take_along_axis": (x, xp.asarray([1, 0])),
+        "searchsorted": (xp.sort(x), x), "isin": (x, x), "linalg.matrix_power": (m, 2),
+        "linalg.solve": (m + 3 * xp.eye(2), m), "linalg.cross": (x[:3], x[3:]),
+        "tensordot": (m, m), "matmul": (m, m), "vecdot": (x, x), "linalg.outer": (x, x),
+        "linalg.matmul": (m, m), "linalg.tensordot": (m, m), "linalg.vecdot": (x, x),
+        "can_cast": (xp.float32, xp.float64), "isdtype": (xp.float64, "real floating"),
+    }.get(name)
+
+
+def test_every_function_refuses_one_positional_argument_more_than_the_standard_allows():
+    """Each function of the namespace takes as many positional arguments as the standard
+    says (checked for those with valid arguments at hand), and one more is a TypeError naming
+    the function, never an option silently taken for something else."""
+    from arraygrad import _standard
+
+    x = ag.Variable(np.linspace(0.1, 0.9, 6), requires_grad=True)
+    checked = 0
+    for name, count in _standard.POSITIONAL.items():
+        function = xp
+        for part in name.split("."):
+            function = getattr(function, part, None)
+        if function is None:
+            continue
+        arguments = _arguments(name, x) or ((x,) if count == 1 else (x, x) if count == 2 else None)
+        if arguments is None or len(arguments) != count:
+            continue
+        if name not in ("eye", "arange", "linspace", "full", "can_cast", "isdtype"):
+            try:
+                function(*arguments)  # the positional arguments the standard allows
+            except TypeError as exc:
+                assert "positional" not in str(exc), (name, exc)
+            except Exception:
+                pass  # not this input's domain (complex-only, an integer argument...)
+        with pytest.raises(TypeError, match=r"positional argument") as error:
+            function(*arguments, 1)
+        assert name.split(".")[-1] in str(error.value)
+        checked += 1
+    assert checked > 150
+
+
+def test_stack_concat_meshgrid_and_diff_refuse_options_by_position():
+    a, b = (ag.Variable(np.arange(3.0) + k, requires_grad=True) for k in (0, 1))
+    for call in (lambda: xp.stack([a, b], 1), lambda: xp.concat([a, b], 0),
+                 lambda: xp.diff(a, 2), lambda: xp.argsort(a, 0),
+                 lambda: xp.tensordot(a, b, 1)):
+        with pytest.raises(TypeError, match="keyword-only; pass them by name"):
+            call()
+    with pytest.raises(TypeError, match=r"meshgrid\(\) takes arrays by position, got 'ij'"):
+        xp.meshgrid(a, b, "ij")
+    # and by keyword they record the option they were given
+    out = xp.stack([a, b], axis=1)
+    xp.sum(out * xp.asarray([[1.0, 2.0]])).backward()
+    assert _close(a.grad, np.ones(3)) and _close(b.grad, 2 * np.ones(3))
+
+
+# -------------------------------------------------------------------- inputs we do not own
+def test_an_array_like_no_backend_owns_is_refused():
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    x = ag.Variable(np.ones(3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"add\(\) got a pandas.*Series, an array-like no "
+                                        "backend owns"):
+        x + pd.Series([1.0, 2.0, 3.0], index=[2, 1, 0])
+
+
+def test_variable_refuses_a_list_of_variables_and_a_non_bool_flag():
+    with pytest.raises(TypeError, match="list holding Variables.*xp.stack"):
+        ag.Variable([ag.Variable(np.ones(2)), ag.Variable(np.ones(2))])
+    with pytest.raises(TypeError, match="requires_grad must be True or False, got 'no'"):
+        ag.Variable(np.ones(2), requires_grad="no")
+    x = ag.Variable(np.ones(2))
+    with pytest.raises(TypeError, match="requires_grad must be True or False"):
+        x.requires_grad = "yes"
+    assert ag.Variable(np.ones(2), requires_grad=np.True_).requires_grad
+
+
+def test_a_none_array_argument_is_refused():
+    with pytest.raises(TypeError, match=r"sum\(\): its array argument x is None"):
+        xp.sum(None)
+
+
+def test_asarray_of_variables_keeps_the_graph():
+    a = ag.Variable(np.array(2.0), requires_grad=True)
+    xp.sum(xp.asarray([a, a]) * 2.5).backward()
+    assert float(a.grad.data) == 5.0
+
+
+def test_an_in_place_operation_that_would_change_the_shape_is_refused():
+    x = ag.Variable(np.ones(3), requires_grad=True)
+    h = x * 1
+    with pytest.raises(ValueError, match=r"change the shape of a Variable of shape \(3,\) to "
+                                         r"\(2, 3\)"):
+        h += np.ones((2, 3))
+    assert h.shape == (3,)
+
+
+def test_to_refuses_what_is_not_a_backend():
+    with pytest.raises(TypeError, match=r"to\(\) takes a backend name"):
+        ag.Variable(np.ones(2)).to(None)
+
+
+@pytest.mark.parametrize("gradient, message", [
+    ("abc", "the gradient must be an array of backend 'numpy', a Variable or a number, got a "
+            "str"),
+    ({"a": 1}, "got a dict"),
+    ([[1.0, 2.0], [3.0]], "cannot be made an array of shape (3,) and dtype float64"),
+])
+def test_backward_names_the_gradient_it_cannot_use(gradient, message):
+    y = ag.Variable(np.ones(3), requires_grad=True) * 2
+    with pytest.raises(TypeError) as error:
+        y.backward(gradient)
+    assert message in str(error.value) and "backward()" in str(error.value)
