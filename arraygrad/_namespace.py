@@ -186,9 +186,8 @@ class _Recorder:
         else:
             count = len(rule.arrays)
             inputs, rest = list(args[:count]), args[count:]
-            for name, value in zip(rule.arrays, inputs):
-                if value is None:
-                    raise TypeError(f"{self.name}(): its array argument {name} is None")
+            if inputs and inputs[0] is None:  # (later ones may be optional: clip's min)
+                raise TypeError(f"{self.name}(): its array argument {rule.arrays[0]} is None")
             for name in rule.arrays[len(inputs):]:  # array arguments given by keyword
                 value = kwargs.pop(name, None)
                 inputs.append(value)

@@ -111,6 +111,7 @@ BINARY_DOMAINS = {
     "minimum": ("normal", "normal"), "logaddexp": ("normal", "normal"),
     "hypot": ("nonzero", "nonzero"), "atan2": ("nonzero", "nonzero"),
     "remainder": ("positive", "above1"), "copysign": ("nonzero", "nonzero"),
+    "nextafter": ("normal", "normal"),
 }
 for _op, (_d1, _d2) in BINARY_DOMAINS.items():
     _f = (lambda op: lambda xp, a, b: getattr(xp, op)(a, b))(_op)
@@ -619,6 +620,9 @@ case("maximum", "ties", lambda xp, a, b: xp.maximum(a, b), Arg((3, 5), "ties"),
      Arg((3, 5), "ties"), convention=_pairwise_convention(np.greater))
 case("minimum", "ties", lambda xp, a, b: xp.minimum(a, b), Arg((3, 5), "ties"),
      Arg((3, 5), "ties"), convention=_pairwise_convention(np.less))
+case("nextafter", "ties", lambda xp, a, b: xp.nextafter(a, b), Arg((3, 5), "ties"),
+     Arg((3, 5), "ties"), convention=lambda host, us: [us[0] * (host[0] != host[1]),
+                                                      np.zeros_like(host[1])])
 case("abs", "zeros", lambda xp, x: xp.abs(x), Arg((3, 4), "zeros"),
      convention=lambda host, us: [us[0] * np.sign(host[0])])
 case("clip", "at_bounds", lambda xp, x: xp.clip(x, -0.5, 1.0), Arg((3, 5), "ties"),

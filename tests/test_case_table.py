@@ -16,11 +16,12 @@ from arraygrad.rules import RULES
 UNCHECKED_OPTIONS = {"astype": {"device"}}
 # Functions the standard defines for real inputs only.
 REAL_ONLY = {"atan2", "copysign", "hypot", "logaddexp", "maximum", "minimum", "remainder",
+             "nextafter",
              "clip", "max", "min", "var", "std", "sort", "linalg.cross", "cumulative_prod",
              "fft.rfft", "fft.rfftn", "fft.ihfft", "astype", "to_device", "unique_values"}
 RECTANGULAR = {"linalg.svd", "linalg.qr", "linalg.pinv", "linalg.svdvals", "linalg.matrix_norm",
                "linalg.trace", "linalg.diagonal", "matmul", "tril", "triu", "matrix_transpose"}
-CONVENTIONS = {"max", "min", "maximum", "minimum", "abs", "sort", "clip"}
+CONVENTIONS = {"max", "min", "maximum", "minimum", "abs", "sort", "clip", "nextafter"}
 
 
 class _Spy:

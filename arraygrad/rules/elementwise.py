@@ -1,9 +1,12 @@
 """Rules of the standard's elementwise functions.
 
 Conventions at points where the derivative does not exist follow PyTorch: ``abs`` and ``sign``
-give 0 at 0, ``maximum``/``minimum`` split the gradient equally on ties, ``clip`` passes the
-gradient at its bounds, ``sqrt`` gives ``inf`` at 0. Complex gradients are PyTorch's conjugate
-Wirtinger derivatives: for a holomorphic op the VJP is ``g * conj(f'(x))``.
+give 0 at 0, ``maximum``/``minimum`` split the gradient equally on ties (and give it to both
+sides where one is NaN), ``clip`` passes the gradient at its bounds, ``sqrt`` gives ``inf`` at 0,
+``x ** 0`` gives 0 even at an infinite ``x``, ``nextafter`` is the identity in ``x1``. Values at
+``+-inf``, NaN and ``+-0`` are checked against PyTorch by ``tests/test_edge_values.py``. Complex
+gradients are PyTorch's conjugate Wirtinger derivatives: for a holomorphic op the VJP is
+``g * conj(f'(x))``.
 """
 
 import cmath
@@ -108,32 +111,52 @@ defvjp("divide",
 
 
 def _pow_base_derivative(xp, x1, x2):
-    # PyTorch: 0 where the exponent is 0, even at a zero base.
+    # PyTorch: 0 where the exponent is 0, even at a zero or infinite base.
     if not hasattr(x2, "shape"):  # a Python exponent: x ** 2
-        return x2 * x1 ** (x2 - 1) if x2 != 0 else 0 * x1
+        if x2 == 0:
+            return xp.zeros_like(x1)
+        if x2 == 0.5:  # computed as sqrt by NumPy and torch: sqrt's rule (-inf at -0.0)
+            return 0.5 / xp.sqrt(x1)
+        return x2 * x1 ** (x2 - 1)
     d = x2 * x1 ** (x2 - 1)
     return xp.where(x2 == 0, xp.zeros_like(d), d)
 
 
-def _pow_exponent_derivative(xp, ans, x1):
-    # PyTorch: 0 where the base is 0 (x ** y is flat there for y >= 0).
+def _log_of_base(x1, ans):
+    """log(x1) of a Python base, in the domain of the result: NaN for a negative base of a real
+    power, as the forward's NaN; the principal logarithm for a complex one."""
+    if is_complex(ans) and x1 != 0:
+        return cmath.log(x1)
+    return math.log(x1) if x1 > 0 else -math.inf if x1 == 0 else math.nan
+
+
+def _flat_at_zero(xp, x2):
+    """Where ``0 ** x2`` is flat in ``x2``: a real exponent >= 0."""
+    return (xp.real(x2) >= 0) & (xp.imag(x2) == 0) if is_complex(x2) else x2 >= 0
+
+
+def _pow_exponent_derivative(xp, ans, x1, x2):
+    # PyTorch: 0 where the base is 0 and 0 ** x2 flat; a negative exponent gives
+    # ans * log(0) = inf * -inf.
     if not hasattr(x1, "shape"):  # a Python base: 2 ** x
-        return ans * cmath.log(x1) if x1 != 0 else 0 * ans
+        d = ans * _log_of_base(x1, ans)
+        return xp.where(_flat_at_zero(xp, x2), xp.zeros_like(d), d) if x1 == 0 else d
     d = ans * xp.log(x1)
-    return xp.where(x1 == 0, xp.zeros_like(d), d)
+    return xp.where((x1 == 0) & _flat_at_zero(xp, x2), xp.zeros_like(d), d)
 
 
 defvjp("pow",
        lambda xp, g, x1, x2: g * conj(xp, _pow_base_derivative(xp, x1, x2)),
-       lambda xp, g, ans, x1: g * conj(xp, _pow_exponent_derivative(xp, ans, x1)),
+       lambda xp, g, ans, x1, x2: g * conj(xp, _pow_exponent_derivative(xp, ans, x1, x2)),
        arrays="x1 x2",
        jvps=(lambda xp, t, x1, x2: t * _pow_base_derivative(xp, x1, x2),
-             lambda xp, t, ans, x1: t * _pow_exponent_derivative(xp, ans, x1)))
+             lambda xp, t, ans, x1, x2: t * _pow_exponent_derivative(xp, ans, x1, x2)))
 
 
-def _share(xp, g, x1, x2, wins):
-    """``g`` where ``x1`` wins, half of it on ties, 0 where it loses (PyTorch splits ties)."""
-    return g * (xp.astype(wins(x1, x2), g.dtype) + 0.5 * xp.astype(x1 == x2, g.dtype))
+def _share(xp, g, x1, x2, loses):
+    """``g`` to ``x1`` unless it loses, half of it on ties (PyTorch's formula: where either side
+    is NaN, both get ``g``)."""
+    return g * (1 - xp.astype(loses(x1, x2), g.dtype) - 0.5 * xp.astype(x1 == x2, g.dtype))
 
 
 def _greater(a, b):
@@ -151,11 +174,11 @@ def defreal(name, *vjps, arrays="x1 x2"):
 
 
 defreal("maximum",
-        lambda xp, g, x1, x2: _share(xp, g, x1, x2, _greater),
-        lambda xp, g, x1, x2: _share(xp, g, x2, x1, _greater))
-defreal("minimum",
         lambda xp, g, x1, x2: _share(xp, g, x1, x2, _less),
         lambda xp, g, x1, x2: _share(xp, g, x2, x1, _less))
+defreal("minimum",
+        lambda xp, g, x1, x2: _share(xp, g, x1, x2, _greater),
+        lambda xp, g, x1, x2: _share(xp, g, x2, x1, _greater))
 
 
 def _inside(xp, x, min, max):
@@ -176,18 +199,35 @@ defreal("clip",
         else xp.where((x > max) | (min > max), g, 0 * g),
         arrays="x min max")
 
+# PyTorch's g / (1 + exp(x2 - x1)): exact where x1 - logaddexp(x1, x2) rounds (1/2 each at
+# x1 == x2 == 1e16), and 1 for the larger where the other is infinitely smaller.
 defreal("logaddexp",
-        lambda xp, g, ans, x1: g * xp.exp(x1 - ans),
-        lambda xp, g, ans, x2: g * xp.exp(x2 - ans))
+        lambda xp, g, x1, x2: g / (1 + xp.exp(x2 - x1)),
+        lambda xp, g, x1, x2: g / (1 + xp.exp(x1 - x2)))
 defreal("hypot",
         lambda xp, g, ans, x1: g * x1 / ans,
         lambda xp, g, ans, x2: g * x2 / ans)
+
+
+def _atan2_scale(xp, x1, x2):
+    # PyTorch: 1 / (x1^2 + x2^2), and 0 where that is 0 (at the origin, or where it underflows).
+    denominator = x1 * x1 + x2 * x2
+    zero = denominator == 0
+    return xp.where(zero, xp.zeros_like(denominator),
+                    1 / xp.where(zero, xp.ones_like(denominator), denominator))
+
+
 defreal("atan2",
-        lambda xp, g, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
-        lambda xp, g, x1, x2: -g * x1 / (x1 * x1 + x2 * x2))
+        lambda xp, g, x1, x2: g * x2 * _atan2_scale(xp, x1, x2),
+        lambda xp, g, x1, x2: -g * x1 * _atan2_scale(xp, x1, x2))
+# floor_divide, not floor(x1 / x2): the quotient remainder's own result uses (9 for 1 % 0.1,
+# NaN for an infinite x1), as PyTorch's div(rounding_mode="floor").
 defreal("remainder",
         lambda xp, g: g,
-        lambda xp, g, x1, x2: -g * xp.floor(x1 / x2))
+        lambda xp, g, x1, x2: -g * xp.floor_divide(x1, x2))
+# PyTorch: the identity for x1 (the result is x1 moved by one ulp) except where x1 == x2 (the
+# result is x2 there), 0 for x2.
+defreal("nextafter", lambda xp, g, x1, x2: xp.where(x1 == x2, xp.zeros_like(g), g), None)
 
 
 def vjp_copysign(xp, g, ans, x1):
@@ -200,7 +240,7 @@ defreal("copysign", vjp_copysign, None)
 
 nondifferentiable(
     "bitwise_and", "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "ceil", "floor", "round", "trunc", "sign", "signbit", "floor_divide",
-    "nextafter", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    "bitwise_xor", "ceil", "floor", "round", "trunc", "sign", "signbit", "floor_divide", "equal",
+    "not_equal", "greater", "greater_equal", "less", "less_equal",
     "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor",
 )

@@ -5,7 +5,8 @@ eigenvectors and singular vectors are defined up to phase, so only phase-invaria
 them have gradients.
 """
 
-from ._core import LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, nondifferentiable
+from ._core import (LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, is_complex,
+                    nondifferentiable)
 from .linalg_eig import _diag_embed, _eye, _gaps
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 
@@ -233,8 +234,11 @@ def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
         1, float("inf")) else xp.min(sums, axis=-1 if axis == -2 else -2, keepdims=True)
     pick = xp.astype(sums == extreme, x.dtype)
     pick = pick / xp.sum(pick, axis=-1 if axis == -2 else -2, keepdims=True)
-    magnitude = xp.abs(x)
-    sign = x / xp.where(magnitude == 0, xp.ones_like(magnitude), magnitude)
+    if is_complex(x):
+        magnitude = xp.abs(x)
+        sign = x / xp.where(magnitude == 0, xp.ones_like(magnitude), magnitude)
+    else:
+        sign = xp.sign(x)  # not x / |x|: +-1 at an infinite entry too (PyTorch)
     return g * pick * sign
 
 

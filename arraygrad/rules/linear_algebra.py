@@ -39,8 +39,8 @@ def _sgn(xp, x):
 def vjp_vector_norm(xp, g, x, ans, *, axis=None, keepdims=False, ord=2):
     ans = expand_reduced(xp, ans, axis, x.ndim, keepdims)
     g = expand_reduced(xp, g, axis, x.ndim, keepdims)
-    if ord == 0:
-        return 0 * g * xp.abs(x)
+    if ord == 0:  # a count: 0 everywhere, infinite and NaN entries included (PyTorch)
+        return xp.zeros_like(x)
     if ord in (float("inf"), float("-inf")):  # ties share equally, as in max/min
         mask = xp.astype(xp.abs(x) == ans, g.dtype)
         count = xp.sum(mask, axis=_axes(axis, x.ndim), keepdims=True)
@@ -51,7 +51,9 @@ def vjp_vector_norm(xp, g, x, ans, *, axis=None, keepdims=False, ord=2):
     elif ord == 1:
         grad = g * _sgn(xp, x)
     else:
-        grad = g * _sgn(xp, x) * xp.abs(x) ** (ord - 1) / safe ** (ord - 1)
+        magnitude = xp.abs(x)  # PyTorch: 0 at a zero entry, also for ord < 1 (not 0 * inf)
+        scale = xp.where(magnitude == 0, xp.zeros_like(magnitude), magnitude ** (ord - 1))
+        grad = g * _sgn(xp, x) * scale / safe ** (ord - 1)
     return xp.where(ans == 0, xp.zeros_like(grad), grad)  # PyTorch: 0 at a zero norm
 
 

@@ -51,7 +51,7 @@ UNARY = {
     "erfcinv": lambda xp, ans: (-_SQRT_PI / 2) * xp.exp(ans * ans),
     "erfcx": lambda xp, x, ans: 2 * x * ans - 2 / _SQRT_PI,
     "expit": lambda xp, ans: ans * (1 - ans),
-    "logit": lambda xp, x: 1 / (x * (1 - x)),
+    "logit": lambda xp, x: _logit_derivative(xp, x),
     "log_expit": lambda xp, x: special_of(xp).expit(-x),
     "softplus": lambda xp, x: special_of(xp).expit(x),
     "gammaln": lambda xp, x: special_of(xp).digamma(x),
@@ -68,7 +68,7 @@ UNARY = {
     "i1": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x),
                                       special_of(xp).i0(x) - ans / _safe(xp, x)),
     "i1e": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x), special_of(xp).i0e(x)
-                                       - ans * (xp.sign(x) + 1 / _safe(xp, x))),
+                                       - ans * xp.sign(x) - ans / _safe(xp, x)),
 }
 
 
@@ -84,6 +84,18 @@ def _not_differentiable(op, argument, why):
 def _nonzero(xp, x, d):
     """``d`` where ``x != 0``, else 0 (``xlogy``'s convention: 0 * log(0) = 0, as in PyTorch)."""
     return xp.where(x == 0, xp.zeros_like(d), d)
+
+
+def _unless_zero_at_pole(xp, x, y, pole, d):
+    """``d``, and 0 where ``x == 0`` and ``y <= pole`` (where the logarithm is not finite):
+    PyTorch's ``xlogy``/``xlog1py``, whose derivative in ``x`` is ``log(y)`` at ``x = 0`` too."""
+    return xp.where((x == 0) & (y <= pole), xp.zeros_like(d), d)
+
+
+def _logit_derivative(xp, x):
+    # 1 / (x (1 - x)) on [0, 1] (+inf at -0.0 too), NaN outside it, as the forward (PyTorch).
+    d = 1 / xp.abs(x * (1 - x))
+    return xp.where((x < 0) | (x > 1), xp.full_like(d, math.nan), d)
 
 
 def _gammainc_dx(xp, a, x):
@@ -106,8 +118,9 @@ def _beta_density(xp, a, b, x):
 
 
 SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(xp, <saved>)
-    "xlogy": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(y)), lambda xp, x, y: x / y),
-    "xlog1py": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log1p(y)),
+    "xlogy": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, 0, xp.log(y)),
+              lambda xp, x, y: x / y),
+    "xlog1py": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, -1, xp.log1p(y)),
                 lambda xp, x, y: x / (1 + y)),
     "rel_entr": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y) + 1), lambda xp, x, y: -x / y),
     "kl_div": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y)), lambda xp, x, y: 1 - x / y),
