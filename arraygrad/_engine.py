@@ -4,10 +4,16 @@ Backward is iterative (Kahn's algorithm over the nodes reachable from the roots)
 every consumer has sent its gradient, its buffer is dropped as soon as it ran, and its saved
 values are released unless ``retain_graph``. Shapes and dtypes of gradients are fitted and checked
 here, once, rather than in every rule.
+
+Threads: backward passes run in parallel, each with its own buffers; what they share is guarded
+where it is written. A leaf's AccumulateGrad holds a lock (as PyTorch's holds a mutex) around its
+hooks and the read-add-write of ``.grad``, and a node whose output retains its gradient or has
+hooks takes one around those; nothing else is locked, so no op pays for it.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 from . import _grad_mode
@@ -35,7 +41,7 @@ class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
     __slots__ = ("rule", "backend", "edges", "meta", "saved", "params", "n_outputs", "pre_hooks",
-                 "retained", "__weakref__")
+                 "retained", "lock", "__weakref__")  # lock: unset until _node_hooks needs it
 
     def __init__(self, rule, backend, edges, meta, saved, params, n_outputs=1):
         self.rule = rule
@@ -198,13 +204,15 @@ def _options(params, keywords):
 class AccumulateGrad:
     """The node that adds an incoming gradient into a leaf Variable's ``.grad``."""
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("variable", "lock", "__weakref__")
     n_outputs = 1
     edges = ()
     next_functions = ()
 
     def __init__(self, variable):
         self.variable = variable
+        # Reentrant: a hook may itself call backward() into this leaf.
+        self.lock = threading.RLock()
 
     def __repr__(self):
         return "<AccumulateGrad>"
@@ -217,20 +225,21 @@ class AccumulateGrad:
         grad = grads[0]
         backend = variable._backend
         make = variable._make
-        if variable._hooks:
-            grad = _run_hooks(variable._hooks, grad, backend, create_graph)
-        old = variable._grad
-        if create_graph:
-            grad = grad if isinstance(grad, Variable) else make(grad, backend, None, 0, False)
-            variable._grad = grad if old is None else old + grad
-        elif old is None:
-            if not _unshared(grad):  # a view, or held elsewhere (another gradient, the seed)
-                grad = backend.raw.asarray(grad, copy=True)
-            variable._grad = make(grad, backend, None, 0, False)
-        elif old.grad_fn is not None or old._requires_grad:
-            variable._grad = make(old.data + grad, backend, None, 0, False)
-        else:
-            old.data = old.data + grad
+        with self.lock:  # backward passes in other threads may reach this leaf too
+            if variable._hooks:
+                grad = _run_hooks(variable._hooks, grad, backend, create_graph)
+            old = variable._grad
+            if create_graph:
+                grad = grad if isinstance(grad, Variable) else make(grad, backend, None, 0, False)
+                variable._grad = grad if old is None else old + grad
+            elif old is None:
+                if not _unshared(grad):  # a view, or held elsewhere (another gradient, the seed)
+                    grad = backend.raw.asarray(grad, copy=True)
+                variable._grad = make(grad, backend, None, 0, False)
+            elif old.grad_fn is not None or old._requires_grad:
+                variable._grad = make(old.data + grad, backend, None, 0, False)
+            else:
+                old.data = old.data + grad
         return None
 
 
@@ -407,7 +416,17 @@ def _accumulate(buffers, node, output_nr, grad):
 
 def _node_hooks(node, grads, create_graph):
     """Run a non-leaf's hooks on its gradient, then store it in ``.grad`` if retained."""
-    grads = list(grads)
+    lock = getattr(node, "lock", None)
+    if lock is None:
+        with _creating:
+            lock = getattr(node, "lock", None)
+            if lock is None:
+                lock = node.lock = threading.RLock()
+    with lock:  # backward passes in other threads may share this node
+        return _run_node_hooks(node, list(grads), create_graph)
+
+
+def _run_node_hooks(node, grads, create_graph):
     for output_nr, hooks in (node.pre_hooks or {}).items():
         if grads[output_nr] is not None and hooks:
             grads[output_nr] = _run_hooks(hooks, grads[output_nr], node.backend, create_graph)
@@ -417,7 +436,8 @@ def _node_hooks(node, grads, create_graph):
         if variable is None or grad is None:
             continue
         if not isinstance(grad, Variable):
-            grad = Variable._make(node.backend.raw.asarray(grad, copy=True), node.backend, None, 0, False)
+            grad = Variable._make(node.backend.raw.asarray(grad, copy=True), node.backend, None, 0,
+                                  False)
         variable._grad = grad if variable._grad is None else variable._grad + grad
     return grads
 
@@ -427,6 +447,14 @@ def accumulator(variable):
     ref = variable._accumulator
     node = ref() if ref is not None else None
     if node is None:
-        node = AccumulateGrad(variable)
-        variable._accumulator = weakref.ref(node)
+        with _creating:  # one node (and lock) per leaf, even when threads ask at once
+            ref = variable._accumulator
+            node = ref() if ref is not None else None
+            if node is None:
+                node = AccumulateGrad(variable)
+                variable._accumulator = weakref.ref(node)
     return node
+
+
+_creating = threading.Lock()
+"""Taken only to create a leaf's AccumulateGrad or a node's lock."""
