@@ -258,6 +258,11 @@ def _run_hooks(hooks, grad, backend, create_graph):
         replaced = hook(wrapped)
         if replaced is not None:
             if not isinstance(replaced, Variable):
+                if not (hasattr(replaced, "shape") and hasattr(replaced, "dtype")):
+                    raise GradientError(
+                        f"a hook returned a {type(replaced).__name__}: return None to keep the "
+                        f"gradient, or a Variable or an array of backend {backend.name!r} of "
+                        f"its shape {tuple(wrapped.shape)} and dtype {wrapped.dtype}")
                 replaced = Variable._make(replaced, backend, None, 0, False)
             _check_same(replaced, wrapped, "a hook's returned gradient")
             wrapped = replaced

@@ -249,3 +249,22 @@ def test_backward_names_the_gradient_it_cannot_use(gradient, message):
     with pytest.raises(TypeError) as error:
         y.backward(gradient)
     assert message in str(error.value) and "backward()" in str(error.value)
+
+
+@pytest.mark.parametrize("returned", [[1.0, 2.0, 3.0], "abc", 3.0])
+def test_a_hook_returning_something_else_than_an_array_is_named(returned):
+    from arraygrad.errors import GradientError
+
+    for leaf in (True, False):
+        x = ag.Variable(np.ones(3), requires_grad=True)
+        h = x if leaf else x * 2
+        h.register_hook(lambda g: returned)
+        with pytest.raises(GradientError, match=rf"a hook returned a {type(returned).__name__}: "
+                                                r"return None to keep the gradient"):
+            xp.sum(h * 2).backward()
+
+
+def test_clip_takes_none_for_a_bound():
+    x = ag.Variable(np.array([-2.0, 0.5, 3.0]), requires_grad=True)
+    xp.sum(xp.clip(x, None, 1.0)).backward()
+    assert _close(x.grad, [1.0, 1.0, 0.0])
