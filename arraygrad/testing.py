@@ -42,6 +42,13 @@ def host_inner(backend, us_host, outs):
     return total
 
 
+def counted(backend, out):
+    """Where an output's values count for ``to_numpy`` (0 elsewhere: masked entries, which it
+    fills with 0): a cotangent is zeroed there, so that backward differentiates the loss
+    central differences evaluate."""
+    return backend.to_numpy(backend.raw.ones_like(out)) != 0
+
+
 def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0, to_backend=None):
     """Return ``(analytic, numeric)`` directional derivatives of ``Re<u, f(x)>``.
 
@@ -57,6 +64,8 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0, to_backend=
     inputs = [Variable(to_backend(a), requires_grad=_is_inexact(a)) for a in arrays]
     outs = _outputs(f(*inputs))
     us_host = [random_like(rng, be.to_numpy(o.data)) for o in outs]
+    if to_backend is not None:  # inputs with semantics of their own: count what counts
+        us_host = [u * counted(be, o.data) for u, o in zip(us_host, outs)]
     us = [raw.asarray(np.array(u, copy=True)) for u in us_host]  # never shared with us_host
     # backward with u as the outputs' gradient: the VJP, with nothing else recorded.
     roots = [(o, u) for o, u in zip(outs, us) if o.requires_grad]
@@ -77,7 +86,7 @@ def gradient_errors(f, arrays, backend="numpy", *, eps=1e-6, seed=0, to_backend=
     return analytic, numeric
 
 
-def grad_function(f, backend="numpy", seed=1):
+def grad_function(f, backend="numpy", seed=1, semantic=False):
     """Return ``x -> grad Re<u, f(x)>`` (with a fixed random ``u``), built with
     ``create_graph=True`` so that it can be differentiated again."""
     be = get_backend(backend) if isinstance(backend, str) else backend
@@ -85,7 +94,9 @@ def grad_function(f, backend="numpy", seed=1):
     def gradients(*inputs):
         rng = np.random.default_rng(seed)
         outs = _outputs(f(*inputs))
-        us = [be.raw.asarray(random_like(rng, be.to_numpy(o.data))) for o in outs]
+        us = [random_like(rng, be.to_numpy(o.data)) for o in outs]
+        us = [be.raw.asarray(u * counted(be, o.data) if semantic else u)
+              for u, o in zip(us, outs)]
         wrt = [x for x in inputs if x.requires_grad]
         pairs = [(o, u) for o, u in zip(outs, us) if o.requires_grad]
         grads = autograd.grad([o for o, _ in pairs], wrt, [u for _, u in pairs],
