@@ -269,3 +269,28 @@ def test_a_declaration_that_raises_fails_only_its_own_backends_cases(tmp_path, c
     assert by_backend["numpy"]["status"] == "pass"
     detail = by_backend["raising_caps"]["checks"]["run"]["detail"]
     assert detail.startswith("crashed in ") and "cannot query the device" in detail
+
+
+def _pytest_plugin(tmp_path, *args):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "arraygrad.conformance", "-p",
+         "no:cacheprovider", *args], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def test_the_pytest_form_refuses_an_unknown_backend_and_selects_dtypes(tmp_path):
+    done = _pytest_plugin(tmp_path, "--arraygrad-backend", "nosuch")
+    assert done.returncode == 4  # pytest's usage error, not hundreds of failures
+    assert "--arraygrad-backend nosuch: no such backend" in done.stderr
+    done = _pytest_plugin(tmp_path, "--arraygrad-backend", "numpy", "--arraygrad-op",
+                          "sum[axis=-1*", "--arraygrad-dtype", "float64", "-v")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "2 passed" in done.stdout and "float32" not in done.stdout
+    # -k takes words of the ids (pytest's -k grammar has no '=')
+    done = _pytest_plugin(tmp_path, "--arraygrad-backend", "numpy", "--arraygrad-op", "sum*",
+                          "-k", "keepdims and float32", "-q")
+    assert done.returncode == 0 and " passed" in done.stdout
