@@ -184,3 +184,15 @@ def test_a_bad_rule_override_names_the_op_and_what_to_return(tmp_path):
                             "except ag.BackendError as e:\n    print(e)"])
     assert "rule override for 'abs' is a list, not an arraygrad.rules.Rule" in out
     assert "return None to keep the built-in rule" in out
+
+
+def test_certifying_a_backend_whose_plugin_is_broken_says_why(tmp_path):
+    root = _install(tmp_path / "site", {"broken_import": AT_LOAD["broken_import"]})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, "-m", "arraygrad.cli", "conformance", "--backend",
+                           "broken_import", "-q"], capture_output=True, text=True, env=env,
+                          cwd=root)
+    assert done.returncode == 1
+    assert ("broken_import: not run: its plugin is broken: import failed: RuntimeError: this "
+            "plugin fails on import on purpose") in done.stdout
