@@ -24,6 +24,7 @@ from ._numpy_protocol import pad
 
 _SCALARS = (bool, int, float, complex, type(None))
 _PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
+_NUMBERS = frozenset((bool, int, float, complex))
 _ARRAY_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__array_interface__")
 _owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
@@ -96,6 +97,9 @@ class _Recorder:
         self.rule = rule
         self.override = None
         self.positional = _standard.POSITIONAL.get(name)  # the standard's; None: not checked
+        self.reads = _options_read(rule)
+        # Python numbers become arrays here (the standard takes arrays only; rules read .ndim)
+        self.arrays_only = name in _ARRAYS_ONLY_FUNCTIONS
 
     # ------------------------------------------------------------------ argument handling
     def unwrap(self, value):
@@ -126,6 +130,72 @@ class _Recorder:
                 f"{self.backend.name!r} first (xp.asarray(np.asarray(value))).")
         return value
 
+    def operand(self, value, position):
+        """Raw value of an elementwise operand that is not a Variable of this backend: as
+        ``unwrap``, refusing what cannot be an array (None, a string, a dict...)."""
+        kind = value.__class__
+        if kind in _NUMBERS or _owners.get(kind) is self.backend:  # 2 * x, x + array
+            return value
+        if kind is Variable:
+            return self.unwrap(value)  # of another backend: refused there
+        return self.array_input(self.rule.arrays[position], value)
+
+    def array_input(self, name, value):
+        """An array argument that is not a Variable: refused if it cannot be an array, and
+        made one where a rule needs it (a list; a Python number where the standard takes
+        arrays only)."""
+        if _owners.get(value.__class__) is self.backend:
+            return value
+        if value is None and name in _OPTIONAL_ARRAYS:
+            return value
+        if not _array_like(value):
+            raise _not_an_array(self.name, name, value)
+        if isinstance(value, (list, tuple)):
+            if _holds_variables(value):
+                raise TypeError(
+                    f"{self.name}(): its array argument {name} is a list holding Variables, "
+                    "which would drop their gradients: stack them first with xp.stack([...]) "
+                    "(or xp.asarray([...])), which records them")
+            return self.backend.raw.asarray(self.unwrap(value))
+        if value.__class__ in _NUMBERS and (name == "x" or self.arrays_only):
+            return self.backend.raw.asarray(value)
+        return self.unwrap(value)
+
+    def options(self, params):
+        """The options a recorded call hands its rule: each one the rule reads (else the gradient
+        would silently ignore it, as ``reshape(x, s, order="F")`` or ``sum(x, where=m)``), and
+        integer scalars of a backend (``axis=np.int64(1)``) as the Python ints rules expect."""
+        reads, arrays = self.reads, self.rule.arrays
+        converted = None
+        for key, value in params.items():
+            if key not in reads:
+                raise TypeError(
+                    f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
+                    f"API standard, and arraygrad's rule for {self.name} does not read it, so the "
+                    "gradient would silently ignore it. Leave it out, or call the function on "
+                    "detached values (x.detach()) where no gradient is needed.")
+            kind = value.__class__
+            if kind in _OPTION_TYPES or key in arrays or key == "key" or (
+                    kind is tuple and all(item.__class__ is int for item in value)):
+                continue
+            python = self._python_int(value)
+            if python is not value:
+                converted = converted or dict(params)
+                converted[key] = python
+        return converted or params
+
+    def _python_int(self, value):
+        if isinstance(value, tuple):
+            items = tuple(self._python_int(item) for item in value)
+            return items if any(a is not b for a, b in zip(items, value)) else value
+        if getattr(value, "ndim", None) == 0 and hasattr(value, "__index__"):
+            try:
+                if self.backend.raw.isdtype(value.dtype, "integral"):
+                    return operator.index(value)
+            except (TypeError, AttributeError):
+                pass
+        return value
+
     def record(self, inputs, raw_inputs, out, params):
         """Wrap the raw result ``out``; record a Node when some input requires grad."""
         backend = self.backend
@@ -138,6 +208,8 @@ class _Recorder:
         if not needs:
             results = [_make(o, backend, None, 0, False) for o in outs]
             return _pack(out, results) if multiple else results[0]
+        if params and self.reads is not None:
+            params = self.options(params)
         edges = tuple(v._edge if v.__class__ is Variable else None for v in inputs)
         # (shape, dtype) of every array input, then of every output.
         meta = [(tuple(r.shape), r.dtype) if hasattr(r, "shape") else None for r in raw_inputs]
@@ -178,7 +250,7 @@ class _Recorder:
         unwrap = self.unwrap
         keyword_inputs = {}
         if rule.sequence == "list":
-            inputs, rest = list(args[0]) if args else list(kwargs.pop("arrays")), args[1:]
+            inputs, rest = self.arrays(args[0] if args else kwargs.pop("arrays", _MISSING)), args[1:]
         elif rule.sequence == "varargs":
             inputs, rest = list(args), ()
         elif rule.vjps is None:  # no rule: every Variable argument is an input
@@ -186,34 +258,103 @@ class _Recorder:
         else:
             count = len(rule.arrays)
             inputs, rest = list(args[:count]), args[count:]
-            if inputs and inputs[0] is None:  # (later ones may be optional: clip's min)
-                raise TypeError(f"{self.name}(): its array argument {rule.arrays[0]} is None")
+            for i, (name, value) in enumerate(zip(rule.arrays, inputs)):
+                if value.__class__ is not Variable:  # None only for clip's optional bounds
+                    inputs[i] = self.array_input(name, value)
             for name in rule.arrays[len(inputs):]:  # array arguments given by keyword
                 value = kwargs.pop(name, None)
-                inputs.append(value)
                 if value is not None:
+                    if value.__class__ is not Variable:
+                        value = self.array_input(name, value)
                     keyword_inputs[name] = value
+                inputs.append(value)
         if len(rest) > len(rule.params) and rule.vjps is not None and not rule.sequence:
             raise TypeError(_positional_options(self.name, rule, len(rest)))
         raw_inputs = [unwrap(v) for v in inputs]
         raw_rest = [unwrap(v) for v in rest]
         raw_kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-        if rule.sequence == "list":
-            out = self.raw_function(raw_inputs, *raw_rest, **raw_kwargs)
-        elif rule.vjps is None:
-            out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
-        elif rule.sequence == "varargs":
-            out = self.raw_function(*raw_inputs, **raw_kwargs)
-        else:
-            positional = len(args[:len(rule.arrays)])
-            out = self.raw_function(*raw_inputs[:positional], *raw_rest, **raw_kwargs,
-                                    **{k: unwrap(v) for k, v in keyword_inputs.items()})
+        try:
+            if rule.sequence == "list":
+                out = self.raw_function(raw_inputs, *raw_rest, **raw_kwargs)
+            elif rule.vjps is None:
+                out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
+            elif rule.sequence == "varargs":
+                out = self.raw_function(*raw_inputs, **raw_kwargs)
+            else:
+                positional = len(args[:len(rule.arrays)])
+                out = self.raw_function(*raw_inputs[:positional], *raw_rest, **raw_kwargs,
+                                        **{k: unwrap(v) for k, v in keyword_inputs.items()})
+        except Exception as exc:  # the backend's own error: say where it came from
+            if hasattr(exc, "add_note"):  # Python 3.11+
+                exc.add_note(f"(raised by backend {self.backend.name!r} in {self.name}(), given "
+                             f"{_shapes(raw_inputs)}{_options_note(raw_rest, raw_kwargs)})")
+            raise
         params = dict(zip(rule.params, raw_rest))
         params.update(raw_kwargs)
         for name, value in zip(rule.arrays, raw_inputs):
             if name in keyword_inputs or (rule.sequence is False and value is None):
                 params[name] = value
         return self.record(inputs, raw_inputs, out, params)
+
+    def arrays(self, arrays):
+        """The arrays of ``stack(arrays)`` or ``concat(arrays)`` as a list, checked."""
+        if arrays is _MISSING:
+            raise TypeError(f"{self.name}() missing its array argument arrays (a list or tuple "
+                            "of arrays)")
+        try:
+            inputs = list(arrays)
+        except TypeError:
+            raise TypeError(f"{self.name}() takes a list or tuple of arrays, got "
+                            f"{_a(arrays)}") from None
+        for k, value in enumerate(inputs):
+            if value.__class__ is not Variable:
+                inputs[k] = self.array_input(f"arrays[{k}]", value)
+        return inputs
+
+
+_MISSING = object()
+_ARRAYS_ONLY_FUNCTIONS = frozenset((*_standard.LINEAR_ALGEBRA, *_standard.INDEXING,
+                                    *_standard.FUNCTION_FAMILIES["linalg"],
+                                    *_standard.FUNCTION_FAMILIES["fft"]))
+_OPTIONAL_ARRAYS = frozenset({"min", "max"})  # clip(x, None, 1.0): the standard's defaults
+_HARMLESS = frozenset({"dtype", "copy", "device", "stream"})  # no effect on a gradient's value
+
+
+def _options_read(rule):
+    """The options whose effect a rule's VJPs and JVPs see (None: every option)."""
+    if rule is None or rule.vjps is None:
+        return None
+    names = set(rule.params) | set(rule.arrays) | _HARMLESS
+    for keywords in (*rule.keywords, *rule.jvp_keywords):
+        if keywords is None:
+            return None
+        names.update(keywords)
+    return frozenset(names)
+
+
+def _array_like(value) -> bool:
+    """Whether an array argument can be taken as an array: a number, a (nested) sequence, an
+    array of a backend, or an object offering an array protocol."""
+    if isinstance(value, (Variable, bool, int, float, complex, list, tuple)):
+        return True
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        return False
+    return registry.of(value) is not None or any(hasattr(value, a) for a in _ARRAY_PROTOCOLS)
+
+
+def _a(value):
+    """``a dict ({'a': 1})``, ``a mymodule.Thing``: what an argument is, for messages."""
+    kind = type(value)
+    if kind.__module__ == "builtins":
+        return f"a {kind.__qualname__} ({value!r:.30})"
+    return f"a {kind.__module__}.{kind.__qualname__}"
+
+
+def _not_an_array(function, argument, value):
+    if value is None:
+        return TypeError(f"{function}(): its array argument {argument} is None")
+    return TypeError(f"{function}(): its array argument {argument} is {_a(value)}, not an array"
+                     ": pass an array, a Variable or a Python number")
 
 
 def check_positional(name, limit, args, rule=None):
@@ -248,6 +389,22 @@ def _shape(value):
     return tuple(value.shape) if hasattr(value, "shape") else ()
 
 
+def _shapes(values):
+    shapes = [str(tuple(v.shape)) if hasattr(v, "shape") else _a(v) for v in values]
+    return f"arrays of shape {', '.join(shapes)}" if shapes else "no arrays"
+
+
+def _options_note(rest, kwargs):
+    options = [f"{v!r:.30}" for v in rest] + [f"{k}={v!r:.30}" for k, v in kwargs.items()]
+    return f" and options {', '.join(options)}" if options else ""
+
+
+def _describe(value):
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"a value of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return _a(value)
+
+
 def _pack(out, results):
     if hasattr(out, "_fields"):  # a named tuple such as eigh's or svd's
         return type(out)(*results)
@@ -257,10 +414,20 @@ def _pack(out, results):
 _OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
 
 
-def _plain_options(args, kwargs) -> bool:
-    """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), so
-    that the fast path may pass them on unchanged."""
-    for value in (*args, *kwargs.values()):
+def _plain_options(args, kwargs, reads) -> bool:
+    """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), and
+    every keyword one the rule reads (``reads``; None: any), so that the fast path may pass them
+    on unchanged. Anything else takes the general path, which checks it."""
+    for value in args:
+        kind = value.__class__
+        if kind is tuple:
+            if any(item.__class__ is not int for item in value):
+                return False
+        elif kind not in _OPTION_TYPES:
+            return False
+    for key, value in kwargs.items():
+        if reads is not None and key not in reads:
+            return False
         kind = value.__class__
         if kind is tuple:
             if any(item.__class__ is not int for item in value):
@@ -278,10 +445,12 @@ def _one_array_fast(recorder):
     coerce = backend.coerce
     general = recorder.__call__
     options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
+    reads = recorder.reads
 
     def function(x, /, *args, **kwargs):
         if x.__class__ is not Variable or x._backend is not backend or (
-                (args or kwargs) and (len(args) > options or not _plain_options(args, kwargs))):
+                (args or kwargs) and (len(args) > options or
+                                      not _plain_options(args, kwargs, reads))):
             return general(x, *args, **kwargs)
         data = x.data
         out = coerce(raw_function(data, *args, **kwargs))
@@ -317,14 +486,14 @@ def _binary_fast(recorder, raw_function, reflected=False):
     sources = rule.sources
     users = [range(2) if readers is None else readers for readers in rule.users]
     coerce = backend.coerce
-    unwrap = recorder.unwrap
+    operand = recorder.operand
 
     def function(a, b, /):
         if reflected:
             a, b = b, a
-        # unwrap() checks backends, Python scalars and raw arrays; Variables of ours skip it.
-        ra = a.data if a.__class__ is Variable and a._backend is backend else unwrap(a)
-        rb = b.data if b.__class__ is Variable and b._backend is backend else unwrap(b)
+        # operand() checks backends, Python scalars and raw arrays; Variables of ours skip it.
+        ra = a.data if a.__class__ is Variable and a._backend is backend else operand(a, 0)
+        rb = b.data if b.__class__ is Variable and b._backend is backend else operand(b, 1)
         out = coerce(raw_function(ra, rb))
         needs_a = a.__class__ is Variable and a._requires_grad
         needs_b = b.__class__ is Variable and b._requires_grad
@@ -534,7 +703,19 @@ def _install_specials(ns, backend, recorders):
     getitem = _Recorder(backend, "__getitem__", backend.get_index, RULES["getitem"])
 
     def _getitem(x, key):
+        if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
+            key = _list_key(key)
         return getitem(x, key=key)
+
+    def _list_key(key):
+        # NumPy reads a list in a key as an integer (or boolean) array: make it one, so that
+        # the rule sees an array and adds the gradients of a repeated index (x[[0, 0, 1]]).
+        if isinstance(key, tuple):
+            return tuple(_list_key(part) if part.__class__ is list else part for part in key)
+        index = raw_asarray(unwrap(key))
+        if index.size == 0:  # [] selects nothing, as NumPy's integer []
+            index = raw_asarray(unwrap(key), dtype=raw.int64)
+        return index
 
     def raw_setitem(x, value, key):
         # Copy-on-write, except where reference counts prove that only the Variable being
@@ -544,7 +725,14 @@ def _install_specials(ns, backend, recorders):
         # else holding x (a node that saved it, a user's name) is one more: then a copy.
         if not private(x, 7):
             x = raw_asarray(x, copy=True)
-        return backend.set_index(x, key, value)
+        try:
+            return backend.set_index(x, key, value)
+        except (TypeError, ValueError) as exc:  # NumPy's "setting an array element with a..."
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(
+                f"__setitem__: cannot assign {_describe(value)} to x[{key!r:.40}] of a Variable "
+                f"of shape {tuple(x.shape)} and dtype {x.dtype} ({type(exc).__name__}: "
+                f"{exc})") from exc
 
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
 
@@ -559,6 +747,8 @@ def _install_specials(ns, backend, recorders):
     ns._getitem = _getitem
     ns._setitem = _setitem
     ns._to_device = _to_device
+    for recorder in (getitem, setitem, to_device):
+        recorder.reads = None  # called here with the options their rules read, nothing else
     recorders.update(getitem=getitem, setitem=setitem, to_device=to_device)
     backend.recorders = recorders  # the forward mode applies linear functions to tangents
 

@@ -35,18 +35,24 @@ def _positions(argnums, count, transform):
 def _as_inputs(args, argnums, transform="grad"):
     """Leaf Variables for the differentiated arguments; returns (args, positions, raw flags)."""
     positions = _positions(argnums, len(args), transform)
-    args = list(args)
+    given, args = args, list(args)
     raw = []
     for i in positions:
-        value = args[i]
-        if isinstance(value, Variable):
-            raw.append(False)
-            if not value.requires_grad:
-                args[i] = Variable(value.data, requires_grad=True)
-        else:
-            raw.append(True)
+        value = given[i]  # as given: argnums=(0, 0) names one argument twice
+        raw.append(not isinstance(value, Variable))
+        if args[i] is not value:
+            continue
+        if not isinstance(value, Variable):
             args[i] = Variable(value, requires_grad=True)
+        elif not value.requires_grad:
+            args[i] = Variable(value.data, requires_grad=True)
     return args, positions, raw
+
+
+def _callable(f, transform):
+    if not callable(f):
+        raise TypeError(f"{transform}(): f must be a function, got {f!r:.40}; the arguments "
+                        f"go to the function it returns ({transform}(f)(x))")
 
 
 def _out(value, raw):
@@ -62,6 +68,7 @@ def _nested(args, positions):
 def value_and_grad(f, argnums=0, has_aux=False):
     """Return a function computing ``(f(*args), gradient of f w.r.t. args[argnums])``; ``f`` must
     return a single-element value (and an auxiliary value with ``has_aux``)."""
+    _callable(f, "value_and_grad")
 
     @functools.wraps(f)
     def value_and_gradient(*args, **kwargs):
@@ -96,6 +103,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
 def grad(f, argnums=0, has_aux=False):
     """Return a function computing the gradient of the single-element ``f`` w.r.t.
     ``args[argnums]`` (a tuple of gradients when ``argnums`` is a tuple)."""
+    _callable(f, "grad")
     compute = value_and_grad(f, argnums, has_aux)
 
     @functools.wraps(f)
@@ -125,6 +133,7 @@ def _variables(out, transform):
 def vjp(f, *primals):
     """Return ``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per primal.
     Where ``f`` returns a tuple, ``vjp_fn`` takes a tuple of cotangents, one per output."""
+    _callable(f, "vjp")
     create_graph = _nested(primals, ())
     inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))), "vjp")
     out = f(*inputs)
@@ -151,6 +160,11 @@ def vjp(f, *primals):
 def jvp(f, primals, tangents):
     """Return ``(f(*primals), J @ tangents)`` by forward mode through the rules' JVPs; a
     function returning a tuple gets a tuple of tangents."""
+    _callable(f, "jvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"jvp(): primals and tangents must be tuples (or lists) with one entry "
+                        f"per argument of f, got {_describe(primals)} and {_describe(tangents)}"
+                        "; write jvp(f, (x,), (t,)) for one argument")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp(): {len(primals)} primals and {len(tangents)} tangents; give one "
@@ -182,6 +196,7 @@ def jacobian(f, argnums=0):
     """Return a function computing the Jacobian of ``f`` w.r.t. ``args[argnums]``, of shape
     ``output shape + input shape``, one reverse pass per output element."""
 
+    _callable(f, "jacobian")
     if not isinstance(argnums, int) or isinstance(argnums, bool):
         raise TypeError(f"jacobian(): argnums must be an int, got {argnums!r}")
 
@@ -217,4 +232,5 @@ def _jacobian(out, x, create_graph, raw):
 def hessian(f, argnums=0):
     """Return a function computing the Hessian of the single-element ``f``:
     ``jacobian(grad(f))``."""
+    _callable(f, "hessian")
     return jacobian(grad(f, argnums), argnums)

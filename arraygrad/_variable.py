@@ -36,6 +36,21 @@ def _check_flag(what, value):
         raise TypeError(f"{what} must be True or False, got {value!r}")
 
 
+_NUMBERS_ONLY = object()
+
+
+def _not_a_number(values):
+    """The first value of a nested list that is not a number (``asarray(.., dtype=float64)``
+    would make a None nan, silently), or ``_NUMBERS_ONLY``."""
+    if not isinstance(values, (list, tuple)):
+        return values if isinstance(values, (str, bytes, dict, set, type(None))) else _NUMBERS_ONLY
+    for value in values:
+        bad = _not_a_number(value)
+        if bad is not _NUMBERS_ONLY:
+            return bad
+    return _NUMBERS_ONLY
+
+
 def _holds_variable(values) -> bool:
     return any(isinstance(v, Variable) or isinstance(v, (list, tuple)) and _holds_variable(v)
                for v in values)
@@ -200,8 +215,10 @@ class Variable:
         grad = self._seed(gradient, create_graph)
         _engine.backward([(edge, grad)], retain_graph, create_graph)
 
-    def _seed(self, gradient, create_graph):
-        """Check the gradient given to backward() against this Variable; make 1 if none."""
+    def _seed(self, gradient, create_graph, what="backward(): the gradient",
+              output="the output"):
+        """Check the gradient given to backward() against this Variable; make 1 if none.
+        ``what`` and ``output`` name the two in messages (autograd.grad: grad_outputs[k])."""
         backend = self._backend
         raw = backend.raw
         if gradient is None:
@@ -210,41 +227,52 @@ class Variable:
                     f"backward() needs a gradient for a Variable of shape {tuple(self.shape)}: "
                     "an implicit gradient exists only for single-element outputs. Pass "
                     "gradient=xp.ones_like(y) (or a gradient of that shape), or reduce first, "
-                    "e.g. xp.sum(y).backward().")
+                    "e.g. xp.sum(y).backward()." if output == "the output" else
+                    f"{what} is None, but {output} has shape {tuple(self.shape)}: an implicit "
+                    "gradient exists only for single-element outputs; give one of that shape "
+                    "(xp.ones_like(...)).")
             grad = raw.ones_like(self.data)
         elif isinstance(gradient, Variable):
             if gradient._backend is not backend:
                 raise BackendError(
-                    f"the gradient passed to backward() is a Variable of backend "
-                    f"{gradient._backend.name!r}, but the output is of backend {backend.name!r}")
+                    f"{what} is a Variable of backend {gradient._backend.name!r}, but {output} "
+                    f"is of backend {backend.name!r}")
             grad = gradient if create_graph else gradient.data
         else:
             owner = registry.of(gradient)
             if owner is None:
-                if not isinstance(gradient, (bool, int, float, complex, list, tuple)):
+                bad = gradient if not isinstance(gradient, (bool, int, float, complex, list,
+                                                            tuple)) else _not_a_number(gradient)
+                if bad is not _NUMBERS_ONLY:
+                    holding = f"{type(gradient).__name__} holding " if bad is not gradient else ""
                     raise TypeError(
-                        f"backward(): the gradient must be an array of backend {backend.name!r}"
-                        f", a Variable or a number, got a {type(gradient).__name__}")
+                        f"{what} must be an array of backend {backend.name!r}, a Variable or a "
+                        f"number, got a {holding}{type(bad).__name__}")
                 try:
-                    grad = raw.asarray(gradient, dtype=self.dtype, device=self.device)
+                    grad = raw.asarray(gradient, device=self.device)
+                    if grad.dtype != self.dtype:
+                        if raw.isdtype(grad.dtype, "complex floating") and not raw.isdtype(
+                                self.dtype, "complex floating"):  # astype would drop .imag
+                            raise TypeError("it holds complex values")
+                        grad = raw.astype(grad, self.dtype)
                 except (TypeError, ValueError) as exc:
                     raise TypeError(
-                        f"backward(): the gradient {gradient!r:.60} cannot be made an array of "
-                        f"shape {tuple(self.shape)} and dtype {self.dtype}: {exc}") from None
+                        f"{what} {gradient!r:.60} cannot be made an array of shape "
+                        f"{tuple(self.shape)} and dtype {self.dtype}: {exc}") from None
             elif owner is not backend:
                 raise BackendError(
-                    f"the gradient passed to backward() is an array of backend {owner.name!r}, "
-                    f"but the output is of backend {backend.name!r}")
+                    f"{what} is an array of backend {owner.name!r}, but {output} is of backend "
+                    f"{backend.name!r}")
             else:
                 grad = backend.coerce(gradient)
         if tuple(grad.shape) != tuple(self.shape):
             raise GradientError(
-                f"backward(): the gradient has shape {tuple(grad.shape)} but the output has shape "
+                f"{what} has shape {tuple(grad.shape)} but {output} has shape "
                 f"{tuple(self.shape)}; they must be equal (gradients are not broadcast).")
         if grad.dtype != self.dtype:
             raise GradientError(
-                f"backward(): the gradient has dtype {grad.dtype} but the output has dtype "
-                f"{self.dtype}; cast it, e.g. xp.astype(gradient, {self.dtype}).")
+                f"{what} has dtype {grad.dtype} but {output} has dtype {self.dtype}; cast it, "
+                f"e.g. xp.astype(gradient, {self.dtype}).")
         if create_graph and not isinstance(grad, Variable):
             grad = Variable._make(grad, backend, None, 0, False)
         return grad

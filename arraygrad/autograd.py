@@ -43,7 +43,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if edge is None:
             raise BackwardError(f"grad(): outputs[{k}] does not require grad; nothing to "
                                 "differentiate")
-        roots.append((edge, output._seed(gradient, create_graph)))
+        roots.append((edge, output._seed(gradient, create_graph, f"grad(): grad_outputs[{k}]",
+                                         f"outputs[{k}]")))
     edges = []
     for k, variable in enumerate(inputs):
         if not variable.requires_grad:

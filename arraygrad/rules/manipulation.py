@@ -7,7 +7,9 @@ def _negate(shift):
     return tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
 
 
-def _inverse_permutation(axes):
+def _inverse_permutation(axes, ndim):
+    if axes is None:  # NumPy's transpose reverses the axes (the standard requires them)
+        return tuple(reversed(range(ndim)))
     return tuple(sorted(range(len(axes)), key=lambda i: axes[i] % len(axes)))
 
 
@@ -64,7 +66,8 @@ def vjp_repeat(xp, g, x_shape, repeats, *, axis=None):
 
 # Every manipulation is linear: its JVP is itself, applied to the tangents.
 defvjp("reshape", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="shape", jvps=LINEAR)
-defvjp("permute_dims", lambda xp, g, *, axes: xp.permute_dims(g, _inverse_permutation(axes)),
+defvjp("permute_dims", lambda xp, g, *, axes: xp.permute_dims(g, _inverse_permutation(axes,
+                                                                                    g.ndim)),
        params="axes", jvps=LINEAR)
 defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="* axis",
        jvps=LINEAR)
