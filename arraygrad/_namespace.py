@@ -144,9 +144,10 @@ class _Recorder:
         """An array argument that is not a Variable: refused if it cannot be an array, and
         made one where a rule needs it (a list; a Python number where the standard takes
         arrays only)."""
-        if _owners.get(value.__class__) is self.backend:
-            return value
-        if value is None and name in _OPTIONAL_ARRAYS:
+        kind = value.__class__
+        if kind in _NUMBERS:  # clip(x, 0.0, 1.0)
+            return self.backend.raw.asarray(value) if name == "x" or self.arrays_only else value
+        if _owners.get(kind) is self.backend or (value is None and name in _OPTIONAL_ARRAYS):
             return value
         if not _array_like(value):
             raise _not_an_array(self.name, name, value)
@@ -157,8 +158,6 @@ class _Recorder:
                     "which would drop their gradients: stack them first with xp.stack([...]) "
                     "(or xp.asarray([...])), which records them")
             return self.backend.raw.asarray(self.unwrap(value))
-        if value.__class__ in _NUMBERS and (name == "x" or self.arrays_only):
-            return self.backend.raw.asarray(value)
         return self.unwrap(value)
 
     def options(self, params):
@@ -250,7 +249,8 @@ class _Recorder:
         unwrap = self.unwrap
         keyword_inputs = {}
         if rule.sequence == "list":
-            inputs, rest = self.arrays(args[0] if args else kwargs.pop("arrays", _MISSING)), args[1:]
+            arrays = args[0] if args else kwargs.pop("arrays", _MISSING)
+            inputs, rest = self.arrays(arrays), args[1:]
         elif rule.sequence == "varargs":
             inputs, rest = list(args), ()
         elif rule.vjps is None:  # no rule: every Variable argument is an input
