@@ -418,16 +418,9 @@ def _plain_options(args, kwargs, reads) -> bool:
     """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), and
     every keyword one the rule reads (``reads``; None: any), so that the fast path may pass them
     on unchanged. Anything else takes the general path, which checks it."""
-    for value in args:
-        kind = value.__class__
-        if kind is tuple:
-            if any(item.__class__ is not int for item in value):
-                return False
-        elif kind not in _OPTION_TYPES:
-            return False
-    for key, value in kwargs.items():
-        if reads is not None and key not in reads:
-            return False
+    if reads is not None and any(key not in reads for key in kwargs):
+        return False
+    for value in (*args, *kwargs.values()):
         kind = value.__class__
         if kind is tuple:
             if any(item.__class__ is not int for item in value):
