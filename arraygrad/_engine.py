@@ -356,6 +356,7 @@ def backward(roots, retain_graph, create_graph, capture=None):
                 if capture is not None and _captured(capture, node, grads):
                     continue
                 results = node.apply(grads, create_graph, retain_graph)
+                grads = None  # a VJP may return its g: the buffer must not count as a holder
             for i, edge in enumerate(edges):
                 if edge is None:
                     continue
@@ -412,9 +413,17 @@ def _accumulate(buffers, node, output_nr, grad):
     old = buffer[output_nr]
     if old is None:
         buffer[output_nr] = grad
-    elif (old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype
-          and _unshared(old)):  # the buffer, this name, the arguments, getrefcount's
-        old += grad  # the engine's own temporary: add in place
+    elif old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
+        # Either one, if it is the engine's own temporary, takes the sum in place. References:
+        # the buffer (old) or the caller's results list and name (grad), this name, the
+        # arguments here and in private(), getrefcount's.
+        if _unshared(old):
+            old += grad
+        elif _unshared(grad, 6):
+            grad += old
+            buffer[output_nr] = grad
+        else:
+            buffer[output_nr] = old + grad
     else:
         buffer[output_nr] = old + grad
 

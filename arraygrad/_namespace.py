@@ -665,6 +665,7 @@ def _install_specials(ns, backend, recorders):
     raw_asarray = raw.asarray
     astype = getattr(ns, "astype", None)
     unwrap = _Recorder(backend, "asarray", raw_asarray, None).unwrap
+    copy_of = _Recorder(backend, "asarray", lambda x: raw_asarray(x, copy=True), RULES["copy"])
 
     def asarray(obj, /, *, dtype=None, device=None, copy=None):
         # Code written against the standard often starts with x = xp.asarray(x): keep x's graph.
@@ -675,8 +676,7 @@ def _install_specials(ns, backend, recorders):
             if dtype is not None and dtype != obj.dtype:
                 result = astype(result, dtype)
             elif copy:
-                result = result * 1 if backend.is_inexact(result.data.dtype) else _make(
-                    raw_asarray(obj.data, copy=True), backend, None, 0, False)
+                result = copy_of(result)
             if device is not None:
                 result = result.to_device(device)
             return result

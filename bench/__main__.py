@@ -30,7 +30,7 @@ LAYERS = (784, 512, 512, 10)
 BATCH = 128
 W3_SIZE = 2**22
 W4_SIZE = 10**6
-REPEATS = {"W1": 8, "W2": 15, "W3": 3, "W4": 5}  # rounds of 3 runs in a row; --quick: a quarter
+REPEATS = {"W1": 8, "W2": 15, "W3": 3, "W4": 15}  # rounds of 3 runs in a row; --quick: a quarter
 
 
 # ------------------------------------------------------------------------------------ inputs

@@ -487,6 +487,7 @@ VARIANTS = [  # (op, variant, call, args...)
     ("linalg.eigvals", "nonsymmetric", lambda xp, a: _real_view(xp, xp.linalg.eigvals(a)),
      Arg((3, 3), "diagonalizable")),
     ("to_device", "same", lambda xp, x: x.to_device(x.device) * x, (3, 4)),
+    ("copy", "asarray", lambda xp, x: xp.asarray(x, copy=True) * xp.exp(x), (3, 4)),
 ]
 # Every FFT with each norm and with n or s (cropping and padding) and axes.
 for _op, (_shape, _complex_input) in FFTS.items():
@@ -548,6 +549,7 @@ COMPLEX_CASES.update({
     "broadcast_arrays": lambda xp, x: xp.broadcast_arrays(x, x[:1, :1] * 2)[1],
     "meshgrid": lambda xp, x: xp.meshgrid(x[0, :], x[1, :3] * 2, indexing="ij")[1],
     "setitem": lambda xp, x: _setitem_at(x, (slice(0, 2), 1), x[2, :2]),
+    "copy": lambda xp, x: xp.asarray(x, copy=True) * xp.flip(x, axis=1),
 })
 for _op in ("fft.fft", "fft.ifft", "fft.fftn", "fft.ifftn", "fft.irfft", "fft.irfftn",
             "fft.hfft", "fft.fftshift", "fft.ifftshift"):

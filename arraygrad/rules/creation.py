@@ -19,5 +19,7 @@ defvjp("tril", lambda xp, g, *, k=0: xp.tril(g, k=k), jvps=LINEAR)
 defvjp("triu", lambda xp, g, *, k=0: xp.triu(g, k=k), jvps=LINEAR)
 # The engine casts the gradient back to the input's dtype (real part for a real input).
 defvjp("astype", lambda xp, g: g, params="dtype", jvps=LINEAR)
+# xp.asarray(x, copy=True) of a Variable: a new array, the gradient passes through unchanged.
+defvjp("copy", lambda xp, g: g, jvps=(lambda xp, t: t,))
 # Back to the device the input came from.
 defvjp("to_device", lambda xp, g, x: to_device(g, device_of(x)), params="device", jvps=LINEAR)

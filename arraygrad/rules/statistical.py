@@ -11,7 +11,6 @@ import math
 
 from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
                     normalize_axis)
-from .reuse import scaled
 
 
 def _count(shape, axis):
@@ -84,13 +83,22 @@ defvjp("sum", vjp_sum, jvps=LINEAR)
 defvjp("mean", vjp_mean, jvps=LINEAR)
 def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
     """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the share is
-    computed on the reduced shape, then spread by the mask, in place where it is fresh."""
+    computed on the reduced shape, then placed by the mask (one full-size array, no float mask).
+    Elsewhere ``0 * share``, as torch.amax's ``mask * share``: NaN everywhere in a slice whose
+    maximum is NaN (no entry equals it, so the share is ``g / 0``)."""
     if not x.ndim:
         return g
-    mask = xp.astype(x == expand_reduced(xp, ans, axis, x.ndim, keepdims), g.dtype)
-    share = expand_reduced(xp, g, axis, x.ndim, keepdims) / xp.sum(mask, axis=axis,
-                                                                   keepdims=True)
-    return scaled(mask, share)
+    mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
+    share = expand_reduced(xp, g, axis, x.ndim, keepdims) / _count_true(xp, mask, axis, g.dtype)
+    return xp.where(mask, share, share * 0)
+
+
+def _count_true(xp, mask, axis, dtype):
+    """The number of True entries of each reduced slice of ``mask``, as ``dtype``, kept dims."""
+    count_nonzero = getattr(xp, "count_nonzero", None)  # 2023.12; pydata sparse lacks it
+    if count_nonzero is None:
+        return xp.sum(xp.astype(mask, dtype), axis=axis, keepdims=True)
+    return xp.astype(count_nonzero(mask, axis=axis, keepdims=True), dtype)
 
 
 for _name in ("max", "min"):
