@@ -7,13 +7,18 @@ namespace (``x.__array_namespace__()`` or :func:`namespace`), call ``backward()`
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._plugins import (DEFAULT_CAPABILITIES, DEFAULT_TOLERANCES, BackendInfo, backends,
                        get_backend, hookimpl, register_backend, registry)
-from ._transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
+from ._transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad,
+                          vjp)
 from ._variable import Variable
+from ._function import Function, FunctionCtx, custom_jvp, custom_vjp, once_differentiable
 from . import _namespace  # noqa: F401  (installs the factory of differentiable namespaces)
 from . import autograd  # noqa: E402  (arraygrad.testing imports NumPy: import it explicitly)
+from ._checkpoint import checkpoint
+from ._debug import detect_anomaly, is_anomaly_enabled, set_detect_anomaly, to_dot
 from .hookspecs import BackendSpec
 from .errors import (ArraygradError, BackendError, BackendUnavailable, BackwardError,
                      GradientError, InplaceError, NoRuleError)
+from .errors import AnomalyError, GraphvizUnavailable
 
 __version__ = "0.1.0"
 
@@ -22,10 +27,14 @@ if __import__("importlib.util").util.find_spec("einops") is not None:
 
 __all__ = [
     "Variable", "namespace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian",
+    "jacfwd", "jacrev", "hvp",
+    "Function", "FunctionCtx", "once_differentiable", "custom_vjp", "custom_jvp",
+    "checkpoint", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "to_dot",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "backends", "register_backend", "hookimpl", "BackendSpec", "BackendInfo", "DEFAULT_TOLERANCES",
     "DEFAULT_CAPABILITIES", "ArraygradError", "BackendError", "BackendUnavailable",
     "BackwardError", "GradientError", "InplaceError", "NoRuleError",
+    "AnomalyError", "GraphvizUnavailable",
 ]
 
 

@@ -13,15 +13,71 @@ hooks takes one around those; nothing else is locked, so no op pays for it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 
-from . import _grad_mode
+from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import is_complex, is_complex_dtype
 from .rules.reuse import _scratch, large, private
 
 _FREED = object()
+
+anomaly = False
+"""Anomaly detection (``arraygrad.detect_anomaly``): global, as PyTorch's, so that it also
+covers backward passes run in other threads."""
+
+_watching = False
+"""Whether anything watches nodes being created: anomaly mode, or a checkpoint collecting its
+nodes in some thread. The one flag Node.__init__ reads, so that recording pays nothing else."""
+
+
+class _Collectors(threading.local):
+    lists: tuple = ()  # per thread: the lists that new nodes are appended to (checkpoint)
+
+
+_collectors = _Collectors()
+_collecting = 0  # threads' collectors now open, over all threads
+_watch_lock = threading.Lock()
+
+
+def _watch(node):
+    if anomaly:
+        node.forward_trace = _anomaly.stack()
+    for found in _collectors.lists:
+        found.append(node)
+
+
+def _update_watching():
+    global _watching
+    _watching = anomaly or _collecting > 0
+
+
+def set_anomaly(enabled: bool):
+    global anomaly
+    with _watch_lock:
+        anomaly = bool(enabled)
+        _update_watching()
+
+
+@contextlib.contextmanager
+def new_nodes():
+    """Collect in a list the nodes that this thread creates inside the block (checkpoint)."""
+    global _collecting
+    found: list = []
+    with _watch_lock:
+        _collecting += 1
+        _update_watching()
+    previous = _collectors.lists
+    _collectors.lists = previous + (found,)
+    try:
+        yield found
+    finally:
+        _collectors.lists = previous
+        with _watch_lock:
+            _collecting -= 1
+            _update_watching()
 
 
 class Variable:
@@ -41,7 +97,8 @@ class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
     __slots__ = ("rule", "backend", "edges", "meta", "saved", "params", "n_outputs", "pre_hooks",
-                 "retained", "lock", "__weakref__")  # lock: unset until _node_hooks needs it
+                 "retained", "lock", "forward_trace", "__weakref__")
+    # lock: unset until _node_hooks needs it; forward_trace: set only in anomaly mode
 
     def __init__(self, rule, backend, edges, meta, saved, params, n_outputs=1):
         self.rule = rule
@@ -53,6 +110,8 @@ class Node:
         self.n_outputs = n_outputs
         self.pre_hooks = None  # {output_nr: [hook, ...]} from Variable.register_hook
         self.retained = None  # {output_nr: weakref to a Variable that called retain_grad()}
+        if _watching:
+            _watch(self)
 
     def name(self) -> str:
         return self.rule.display
@@ -331,13 +390,16 @@ def fit(xp, grad, shape, dtype, op, index):
     return grad
 
 
-def backward(roots, retain_graph, create_graph, capture=None):
+def backward(roots, retain_graph, create_graph, capture=None, cut=False):
     """Propagate gradients from ``roots``, a list of ``(edge, gradient)`` pairs.
 
     With ``capture`` (a dict ``{edge: None}``), the gradients arriving at those edges are stored
-    in it and returned, and no leaf's ``.grad`` is touched (``arraygrad.autograd.grad``).
+    in it and returned, and no leaf's ``.grad`` is touched (``arraygrad.autograd.grad``). With
+    ``cut`` too, backward stops there: the nodes of captured edges are neither run nor passed
+    (``checkpoint`` backpropagates through its recomputed segment only).
     """
-    dependencies = _dependencies(roots)
+    stops = {node for node, _ in capture} if cut else ()
+    dependencies = _dependencies(roots, stops)
     buffers: dict = {}
     for (node, output_nr), grad in roots:
         _accumulate(buffers, node, output_nr, grad)
@@ -350,12 +412,24 @@ def backward(roots, retain_graph, create_graph, capture=None):
             edges = node.edges
             results = grad = None  # no stray reference may keep a gradient from being reused
             grads = buffers.pop(node, None)
+            if stops and node in stops:
+                if grads is not None:
+                    _captured(capture, node, grads)
+                continue
             if grads is not None:  # else no gradient reached it: its inputs get none from it
                 if node.__class__ is Node and (node.pre_hooks or node.retained):
                     grads = _node_hooks(node, grads, create_graph)
                 if capture is not None and _captured(capture, node, grads):
                     continue
-                results = node.apply(grads, create_graph, retain_graph)
+                try:
+                    results = node.apply(grads, create_graph, retain_graph)
+                except Exception as error:
+                    if anomaly:
+                        _anomaly.annotate(error, node)
+                    raise
+                if anomaly and results:
+                    _anomaly.check(node, [r.data if isinstance(r, Variable) else r
+                                          for r in results])
                 grads = None  # a VJP may return its g: the buffer must not count as a holder
             for i, edge in enumerate(edges):
                 if edge is None:
@@ -376,9 +450,9 @@ def backward(roots, retain_graph, create_graph, capture=None):
     return capture
 
 
-def _dependencies(roots) -> dict:
-    """For every node reachable from the roots, how many of its consumers will send it a
-    gradient (Kahn's in-degrees), found without recursion."""
+def _dependencies(roots, stops=()) -> dict:
+    """For every node reachable from the roots (not passing ``stops``), how many of its
+    consumers will send it a gradient (Kahn's in-degrees), found without recursion."""
     dependencies: dict = {}
     stack = []
     for (node, _), _ in roots:
@@ -386,7 +460,10 @@ def _dependencies(roots) -> dict:
             dependencies[node] = 0
             stack.append(node)
     while stack:
-        for edge in stack.pop().edges:
+        node = stack.pop()
+        if stops and node in stops:
+            continue
+        for edge in node.edges:
             if edge is not None:
                 child = edge[0]
                 count = dependencies.get(child)

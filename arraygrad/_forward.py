@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._engine import AccumulateGrad, Node, _options, fit, run_vjps
 from ._variable import Variable
 from .errors import NoRuleError
-from .rules import LINEAR, TRANSPOSE, device_of
+from .rules import LINEAR, TRANSPOSE, Rule, device_of
 
 
 def _topological(outputs):
@@ -35,19 +35,25 @@ def _topological(outputs):
 def push_tangents(outputs, tangents_of_leaves):
     """Tangents of ``outputs`` (Variables) given ``{leaf Variable: raw tangent}``."""
     store: dict = {}
-
-    def tangent_of(edge):
-        if edge is None:
-            return None
-        node, output_nr = edge
-        if node.__class__ is AccumulateGrad:
-            return tangents_of_leaves.get(node.variable)
-        found = store.get(node)
-        return None if found is None else found[output_nr]
-
+    leaf_tangent = tangents_of_leaves.get
+    stored = store.get
     for node in _topological(outputs):
-        inputs = [tangent_of(edge) for edge in node.edges]
-        if all(t is None for t in inputs):
+        inputs = []
+        live = False
+        for edge in node.edges:
+            if edge is None:
+                inputs.append(None)
+                continue
+            source, output_nr = edge
+            if source.__class__ is AccumulateGrad:
+                t = leaf_tangent(source.variable)
+            else:
+                found = stored(source)
+                t = None if found is None else found[output_nr]
+            inputs.append(t)
+            if t is not None:
+                live = True
+        if not live:
             store[node] = None
             continue
         out = _node_jvp(node, inputs)
@@ -62,24 +68,60 @@ def push_tangents(outputs, tangents_of_leaves):
     return results
 
 
+_PLANS: dict = {}  # Rule -> how its JVP runs, worked out once per rule (rules live as long)
+_NO_OPTIONS: dict = {}
+
+
+def _plan(rule):
+    """``("custom", fn)``, ``("none",)``, ``("linear",)``, ``("transpose",)`` or
+    ``("explicit", ((argument, jvp, picker of saved values, keywords), ...))``."""
+    custom = getattr(rule, "node_jvp", None)  # a user's Function (arraygrad._function)
+    if custom is not None:
+        return ("custom", custom)
+    if rule.vjps is None:
+        return ("none",)
+    if rule.jvps == LINEAR:
+        return ("linear",)
+    if rule.jvps and rule.jvps != TRANSPOSE:
+        return ("explicit", tuple((i, jvp, _picker(rule.jvp_index[i]), rule.jvp_keywords[i])
+                                  for i, jvp in enumerate(rule.jvps) if jvp is not None))
+    return ("transpose",)
+
+
+def _picker(index):
+    if index is None:
+        return lambda saved: saved
+    return lambda saved: [saved[j] for j in index]
+
+
 def _node_jvp(node, tangents):
     rule = node.rule
-    if rule.vjps is None:
-        raise NoRuleError(f"{rule.name} has no differentiation rule, so no tangent can flow "
-                          "through it; add a rule in arraygrad/rules/")
-    xp = node.backend.raw
-    if rule.jvps == LINEAR:
-        return _apply_linear(node, tangents)
-    if rule.jvps and rule.jvps != TRANSPOSE:
+    plan = _PLANS.get(rule) if rule.__class__ is Rule else None
+    if plan is None:
+        plan = _plan(rule)
+        if rule.__class__ is Rule:  # a user's Function is not kept alive here
+            _PLANS[rule] = plan
+    kind = plan[0]
+    if kind == "explicit":
+        xp = node.backend.raw
+        saved, params = node.saved, node.params
         total = None
-        for i, (jvp, t) in enumerate(zip(rule.jvps, tangents)):
-            if jvp is None or t is None:
+        for i, jvp, pick, keywords in plan[1]:
+            t = tangents[i]
+            if t is None:
                 continue
-            index = rule.jvp_index[i]
-            args = node.saved if index is None else [node.saved[j] for j in index]
-            term = jvp(xp, t, *args, **_options(node.params or {}, rule.jvp_keywords[i]))
+            options = (params if keywords is None else _options(params, keywords)) if params \
+                else _NO_OPTIONS
+            term = jvp(xp, t, *pick(saved), **options)
             total = term if total is None else total + term
         return total
+    if kind == "linear":
+        return _apply_linear(node, tangents)
+    if kind == "custom":
+        return plan[1](node, tangents)
+    if kind == "none":
+        raise NoRuleError(f"{rule.name} has no differentiation rule, so no tangent can flow "
+                          "through it; add a rule in arraygrad/rules/")
     return _transposed_vjp(node, tangents)
 
 
@@ -88,7 +130,6 @@ def _apply_linear(node, tangents):
     xp = node.backend.raw
     rule, params = node.rule, dict(node.params or {})
     filled = []
-    device = next((device_of(t) for t in tangents if hasattr(t, "shape")), None)
     for i, t in enumerate(tangents):
         if t is None:
             differentiable = rule.joint is not None or (
@@ -97,6 +138,7 @@ def _apply_linear(node, tangents):
                 t = node.saved[rule.saves.index(rule.arrays[i])]
             elif node.meta[i] is not None:  # a constant array: its tangent is zero
                 shape, dtype = node.meta[i]
+                device = next((device_of(u) for u in tangents if hasattr(u, "shape")), None)
                 t = xp.zeros(shape, dtype=dtype, device=device)
             elif not (i < len(rule.arrays) and params.get(rule.arrays[i], 0) is None):
                 t = 0  # a Python scalar (an argument left out stays None)

@@ -1,16 +1,17 @@
 """Function transforms in the style of JAX and ``torch.func``: ``grad``, ``value_and_grad``,
-``vjp``, ``jvp``, ``jacobian``, ``hessian``.
+``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``jacobian``, ``hessian``, ``hvp``.
 
-They take raw backend arrays or Variables. Raw arrays in give raw arrays out; Variables in give
-Variables out, still connected to the graph, so that transforms nest (``hessian`` is
-``jacobian(grad(f))``).
+They take raw backend arrays or Variables, alone or in pytrees (nested tuples, lists, dicts and
+namedtuples; ``None`` is an empty subtree), and give results of the same structure. Raw arrays
+in give raw arrays out; Variables in give Variables out, still connected to the graph, so that
+transforms nest (``hessian`` is ``jacfwd(jacrev(f))``, as in JAX and ``torch.func``).
 """
 
 from __future__ import annotations
 
 import functools
 
-from . import autograd
+from . import _pytree, autograd
 from ._forward import push_tangents
 from ._variable import Variable
 from .errors import BackwardError
@@ -32,21 +33,51 @@ def _positions(argnums, count, transform):
     return tuple(i % count for i in positions)
 
 
-def _as_inputs(args, argnums, transform="grad"):
-    """Leaf Variables for the differentiated arguments; returns (args, positions, raw flags)."""
+class _Wrt:
+    """One differentiated argument: its leaves as leaf Variables, which were given raw, and its
+    structure."""
+
+    __slots__ = ("leaves", "raw", "structure")
+
+    def __init__(self, leaves, raw, structure):
+        self.leaves, self.raw, self.structure = leaves, raw, structure
+
+    def tree(self, values):
+        """The argument's structure holding ``values`` (one per leaf; raw where given raw)."""
+        return _pytree.unflatten(self.structure, [_out(v, r) for v, r in zip(values, self.raw)])
+
+
+def _leaf(value, path, transform):
+    """A leaf Variable requiring grad for the value at ``path``."""
+    if isinstance(value, Variable):
+        return value if value.requires_grad else Variable(value.data, requires_grad=True)
+    if isinstance(value, (bool, int)) or type(value).__name__ in ("str", "bytes"):
+        raise TypeError(f"{transform}(): {path} is a Python {type(value).__name__}, which cannot "
+                        "be differentiated: pass it in an argument outside argnums (or in a "
+                        "closure) to keep it constant, or as a floating-point array")
+    try:
+        return Variable(value, requires_grad=True)
+    except Exception as exc:  # say where in the arguments the value is
+        try:
+            renamed = type(exc)(f"{transform}(): {path}: {exc}")
+        except Exception:  # noqa: BLE001  (an exception type with another signature)
+            raise exc from None
+        raise renamed from exc
+
+
+def _prepare(args, argnums, transform):
+    """The arguments to call ``f`` with (the differentiated ones' leaves as leaf Variables),
+    the positions, and one ``_Wrt`` per position."""
     positions = _positions(argnums, len(args), transform)
-    given, args = args, list(args)
-    raw = []
+    call, done = list(args), {}
     for i in positions:
-        value = given[i]  # as given: argnums=(0, 0) names one argument twice
-        raw.append(not isinstance(value, Variable))
-        if args[i] is not value:
-            continue
-        if not isinstance(value, Variable):
-            args[i] = Variable(value, requires_grad=True)
-        elif not value.requires_grad:
-            args[i] = Variable(value.data, requires_grad=True)
-    return args, positions, raw
+        if i not in done:  # argnums=(0, 0) names one argument twice: one set of leaves
+            leaves, structure = _pytree.flatten(args[i])
+            names = _pytree.paths(structure, f"args[{i}]")
+            variables = [_leaf(v, p, transform) for v, p in zip(leaves, names)]
+            call[i] = _pytree.unflatten(structure, variables)
+            done[i] = _Wrt(variables, [not isinstance(v, Variable) for v in leaves], structure)
+    return call, positions, [done[i] for i in positions]
 
 
 def _callable(f, transform):
@@ -59,22 +90,67 @@ def _out(value, raw):
     return value.data if raw and isinstance(value, Variable) else value
 
 
-def _nested(args, positions):
-    # Variables that already require grad may belong to an outer transform: keep the graph.
-    return any(isinstance(a, Variable) and a.grad_fn is not None or
-               isinstance(a, Variable) and a.requires_grad for a in args)
+def _nested(*trees):
+    """Whether a leaf is a Variable that requires grad: it may belong to an outer transform,
+    so the results must stay connected to its graph."""
+    return any(isinstance(a, Variable) and a.requires_grad
+               for tree in trees for a in _pytree.flatten(tree)[0])
 
 
+def _all_raw(wrts):
+    return all(r for w in wrts for r in w.raw)
+
+
+def _describe(value):
+    shape = getattr(value, "shape", None)
+    return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
+def _split_aux(result, has_aux, transform):
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(f"{transform}(has_aux=True) needs f to return a pair (output, aux), got "
+                        f"{_describe(result)}")
+    return result[0], result[1]
+
+
+def _outputs(out, transform):
+    """The leaves of ``f``'s output (each a Variable) and its structure."""
+    leaves, structure = _pytree.flatten(out)
+    for leaf, path in zip(leaves, _pytree.paths(structure, "output")):
+        if not isinstance(leaf, Variable):
+            where = "" if structure is _pytree.LEAF else f" at {path}"
+            raise TypeError(f"{transform}(): f returned {_describe(leaf)}{where}, not an array "
+                            "computed from its inputs through the differentiable namespace")
+    return leaves, structure
+
+
+def _zeros(like):
+    return like.__array_namespace__().zeros_like(like)
+
+
+def _trees(wrts, values):
+    """``values`` (one per leaf of every ``_Wrt``, in order) as one tree per ``_Wrt``."""
+    trees, start = [], 0
+    for w in wrts:
+        trees.append(w.tree(values[start:start + len(w.leaves)]))
+        start += len(w.leaves)
+    return trees
+
+
+# ---------------------------------------------------------------------------------- reverse
 def value_and_grad(f, argnums=0, has_aux=False):
     """Return a function computing ``(f(*args), gradient of f w.r.t. args[argnums])``; ``f`` must
-    return a single-element value (and an auxiliary value with ``has_aux``)."""
+    return a single-element value (and an auxiliary value with ``has_aux``). The gradient has
+    the structure of ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple)."""
     _callable(f, "value_and_grad")
 
     @functools.wraps(f)
     def value_and_gradient(*args, **kwargs):
-        create_graph = _nested(args, argnums)
-        inputs, positions, raw = _as_inputs(args, argnums)
-        result = f(*inputs, **kwargs)
+        create_graph = _nested(args)
+        call, positions, wrts = _prepare(args, argnums, "grad")
+        result = f(*call, **kwargs)
         if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TypeError(
                 "grad(has_aux=True) needs f to return a pair (output, aux), got "
@@ -85,24 +161,29 @@ def value_and_grad(f, argnums=0, has_aux=False):
                 f"grad() needs f to return a single-element Variable, got "
                 f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
                 "for other outputs")
-        wrt = [inputs[i] for i in positions]
-        if value.requires_grad:
-            grads = autograd.grad(value, wrt, create_graph=create_graph, allow_unused=True)
-        else:
-            grads = (None,) * len(wrt)
-        xp = value.__array_namespace__()
-        grads = [g if g is not None else xp.zeros_like(w) for g, w in zip(grads, wrt)]
-        grads = [_out(g, r) for g, r in zip(grads, raw)]
+        grads = _gradients(value, wrts, create_graph)
         gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
-        value = _out(value, all(raw)) if create_graph else _out(value.detach(), all(raw))
+        raw = _all_raw(wrts)
+        value = _out(value, raw) if create_graph else _out(value.detach(), raw)
         return ((value, aux), gradient) if has_aux else (value, gradient)
 
     return value_and_gradient
 
 
+def _gradients(value, wrts, create_graph):
+    """One gradient tree per ``_Wrt``: zeros where ``value`` does not depend on a leaf."""
+    inputs = [v for w in wrts for v in w.leaves]
+    if value.requires_grad and inputs:
+        grads = autograd.grad(value, inputs, create_graph=create_graph, allow_unused=True)
+    else:
+        grads = (None,) * len(inputs)
+    return _trees(wrts, [g if g is not None else _zeros(x) for g, x in zip(grads, inputs)])
+
+
 def grad(f, argnums=0, has_aux=False):
     """Return a function computing the gradient of the single-element ``f`` w.r.t.
-    ``args[argnums]`` (a tuple of gradients when ``argnums`` is a tuple)."""
+    ``args[argnums]`` (a tuple of gradients when ``argnums`` is a tuple), of the same
+    structure as that argument."""
     _callable(f, "grad")
     compute = value_and_grad(f, argnums, has_aux)
 
@@ -114,123 +195,244 @@ def grad(f, argnums=0, has_aux=False):
     return gradient
 
 
-def _describe(value):
-    shape = getattr(value, "shape", None)
-    return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
-
-
-def _variables(out, transform):
-    """The outputs of ``f`` as a list of Variables (a tuple or list of them, or one)."""
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    for k, o in enumerate(outs):
-        if not isinstance(o, Variable):
-            raise TypeError(f"{transform}(): f returned {_describe(o)}"
-                            f"{f' as output {k}' if len(outs) > 1 else ''}, not an array "
-                            "computed from its inputs through the differentiable namespace")
-    return outs
-
-
-def vjp(f, *primals):
-    """Return ``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per primal.
-    Where ``f`` returns a tuple, ``vjp_fn`` takes a tuple of cotangents, one per output."""
+def vjp(f, *primals, has_aux=False):
+    """Return ``(f(*primals), vjp_fn)`` (and ``aux`` with ``has_aux``); ``vjp_fn(cotangent)``,
+    with ``cotangent`` of the structure of ``f``'s output, gives a tuple with one gradient per
+    primal, each of that primal's structure."""
     _callable(f, "vjp")
-    create_graph = _nested(primals, ())
-    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))), "vjp")
-    out = f(*inputs)
-    outs = _variables(out, "vjp")
-    several = isinstance(out, (tuple, list))
+    create_graph = _nested(primals)
+    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "vjp")
+    out, aux = _split_aux(f(*call), has_aux, "vjp")
+    outs, structure = _outputs(out, "vjp")
+    inputs = [v for w in wrts for v in w.leaves]
 
     def vjp_fn(cotangent):
-        cotangents = list(cotangent) if several and isinstance(cotangent, (tuple, list)) \
-            else [cotangent]
-        if len(cotangents) != len(outs):
-            raise ValueError(f"vjp_fn(): f returned {len(outs)} outputs, so it takes a tuple of "
-                             f"{len(outs)} cotangents, got {_describe(cotangent)}")
+        if isinstance(out, (tuple, list)) and not (
+                isinstance(cotangent, (tuple, list)) and len(cotangent) == len(out)):
+            raise ValueError(f"vjp_fn(): f returned {len(out)} outputs, so it takes a tuple of "
+                             f"{len(out)} cotangents, got {_describe(cotangent)}")
+        cotangents = _pytree.match(structure, cotangent, "cotangent", "f's output")
         live = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
         grads = autograd.grad([o for o, _ in live], inputs, [c for _, c in live],
                               retain_graph=True, create_graph=create_graph,
-                              allow_unused=True) if live else [None] * len(inputs)
-        return tuple(_out(g if g is not None else x.__array_namespace__().zeros_like(x), r)
-                     for g, x, r in zip(grads, inputs, raw))
+                              allow_unused=True) if live and inputs else [None] * len(inputs)
+        return tuple(_trees(wrts, [g if g is not None else _zeros(x)
+                                   for g, x in zip(grads, inputs)]))
 
-    values = [_out(o if create_graph else o.detach(), all(raw)) for o in outs]
-    return (type(out)(values) if several else values[0]), vjp_fn
+    raw = _all_raw(wrts)
+    values = _pytree.unflatten(structure, [_out(o if create_graph else o.detach(), raw)
+                                           for o in outs])
+    return (values, vjp_fn, aux) if has_aux else (values, vjp_fn)
 
 
-def jvp(f, primals, tangents):
-    """Return ``(f(*primals), J @ tangents)`` by forward mode through the rules' JVPs; a
-    function returning a tuple gets a tuple of tangents."""
-    _callable(f, "jvp")
+# ---------------------------------------------------------------------------------- forward
+def _check_pairs(primals, tangents, transform):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError(f"jvp(): primals and tangents must be tuples (or lists) with one entry "
-                        f"per argument of f, got {_describe(primals)} and {_describe(tangents)}"
-                        "; write jvp(f, (x,), (t,)) for one argument")
-    primals, tangents = tuple(primals), tuple(tangents)
+        raise TypeError(f"{transform}(): primals and tangents must be tuples (or lists) with one "
+                        f"entry per argument of f, got {_describe(primals)} and "
+                        f"{_describe(tangents)}; write {transform}(f, (x,), (t,)) for one "
+                        "argument")
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp(): {len(primals)} primals and {len(tangents)} tangents; give one "
-                         "tangent per primal (zeros for a primal not to differentiate)")
-    inputs, positions, raw = _as_inputs(primals, tuple(range(len(primals))), "jvp")
-    leaves = {}
-    for i, (x, t) in enumerate(zip(inputs, tangents)):
-        t = x._backend.raw.asarray(t.data if isinstance(t, Variable) else t)
-        if tuple(t.shape) != tuple(x.shape) or t.dtype != x.dtype:
-            raise ValueError(f"jvp(): tangent {i} has shape {tuple(t.shape)} and dtype {t.dtype}"
-                             f", but its primal has shape {tuple(x.shape)} and dtype {x.dtype}: "
-                             "they must match")
-        leaves[x] = t
-    out = f(*inputs)
-    outs = _variables(out, "jvp")
-    pushed = push_tangents(outs, leaves)
-    as_raw = all(raw)
-    results = []
-    for o, tangent in zip(outs, pushed):
-        if tangent is None:
-            tangent = o.__array_namespace__().zeros_like(o).data
-        results.append((_out(o.detach(), as_raw), tangent if as_raw else Variable(tangent)))
-    if len(results) == 1 and not isinstance(out, (tuple, list)):
-        return results[0]
-    return tuple(r[0] for r in results), tuple(r[1] for r in results)
+        raise ValueError(f"{transform}(): {len(primals)} primals and {len(tangents)} tangents; "
+                         "give one tangent per primal (zeros for a primal not to differentiate)")
+    return tuple(primals), tuple(tangents)
 
 
-def jacobian(f, argnums=0):
-    """Return a function computing the Jacobian of ``f`` w.r.t. ``args[argnums]``, of shape
-    ``output shape + input shape``, one reverse pass per output element."""
+def _tangent_leaves(wrts, tangents, transform):
+    """The tangents as a list aligned with the primals' leaves: raw arrays, or Variables where
+    given as Variables (kept, so that results stay connected to them)."""
+    found = []
+    for i, (w, tree) in enumerate(zip(wrts, tangents)):
+        given = _pytree.match(w.structure, tree, f"tangents[{i}]", f"primals[{i}]")
+        for x, t, path in zip(w.leaves, given, _pytree.paths(w.structure, f"[{i}]")):
+            if not isinstance(t, Variable):
+                t = x._backend.raw.asarray(t)
+            if tuple(t.shape) != tuple(x.shape) or t.dtype != x.dtype:
+                name = f"tangent {i}" if path == f"[{i}]" else f"tangents{path}"
+                raise ValueError(f"{transform}(): {name} has shape {tuple(t.shape)} and dtype "
+                                 f"{t.dtype}, but its primal has shape {tuple(x.shape)} and "
+                                 f"dtype {x.dtype}: they must match")
+            found.append(t)
+    return found
 
+
+def _push(outs, inputs, tangents, connected):
+    """``J t`` for each output: by pushing raw tangents through the recorded graph, or, where
+    the results must stay connected to an outer graph, by transposing a recorded VJP."""
+    if connected:
+        return _jvp_by_transposed_vjp(outs, inputs, tangents)
+    pushed = push_tangents(outs, {x: (t.data if isinstance(t, Variable) else t)
+                                  for x, t in zip(inputs, tangents)})
+    return [Variable(t) if t is not None else _zeros(o.detach()) for o, t in zip(outs, pushed)]
+
+
+def _jvp_by_transposed_vjp(outs, inputs, tangents):
+    """``J t`` as the gradient, w.r.t. ``u``, of ``sum Re<J^T u, t>``, both recorded
+    (``create_graph=True``), so that the result is connected to everything it depends on."""
+    live = [k for k, o in enumerate(outs) if o.requires_grad]
+    us = [Variable(outs[k]._backend.raw.zeros_like(outs[k].data), requires_grad=True)
+          for k in live]
+    grads = autograd.grad([outs[k] for k in live], inputs, us, create_graph=True,
+                          allow_unused=True) if live else []
+    total = None
+    for g, t, x in zip(grads, tangents, inputs):
+        if g is None:
+            continue
+        xp = g.__array_namespace__()
+        t = t if isinstance(t, Variable) else Variable(t)
+        term = xp.sum(xp.real(xp.conj(g) * t) if "complex" in str(x.dtype) else g * t)
+        total = term if total is None else total + term
+    results = [None] * len(outs)
+    if total is not None and total.requires_grad:
+        found = autograd.grad(total, us, create_graph=True, allow_unused=True)
+        for k, r in zip(live, found):
+            results[k] = r
+    return [r if r is not None else _zeros(o.detach()) for r, o in zip(results, outs)]
+
+
+def jvp(f, primals, tangents, has_aux=False):
+    """Return ``(f(*primals), J @ tangents)`` (and ``aux`` with ``has_aux``) by forward mode
+    through the rules' JVPs. ``primals`` and ``tangents`` are tuples with one pytree per
+    argument of ``f``; the tangent out has the structure of ``f``'s output."""
+    _callable(f, "jvp")
+    primals, tangents = _check_pairs(primals, tangents, "jvp")
+    connected = _nested(primals, tangents)
+    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "jvp")
+    inputs = [v for w in wrts for v in w.leaves]
+    given = _tangent_leaves(wrts, tangents, "jvp")
+    out, aux = _split_aux(f(*call), has_aux, "jvp")
+    outs, structure = _outputs(out, "jvp")
+    pushed = _push(outs, inputs, given, connected)
+    raw = _all_raw(wrts)
+    values = _pytree.unflatten(structure, [_out(o if connected else o.detach(), raw)
+                                           for o in outs])
+    results = _pytree.unflatten(structure, [_out(t, raw) for t in pushed])
+    return (values, results, aux) if has_aux else (values, results)
+
+
+def hvp(f, primals, tangents):
+    """Return ``(f(*primals), H @ tangents)`` for the single-element ``f``: the Hessian-vector
+    product, forward over reverse (the gradient is recorded, ``create_graph=True``, then the
+    tangents are pushed through that graph), as ``jvp(grad(f), primals, tangents)`` in JAX and
+    ``torch.func``; the product is a tuple with one tree per primal (as
+    ``torch.autograd.functional.hvp``)."""
+    _callable(f, "hvp")
+    primals, tangents = _check_pairs(primals, tangents, "hvp")
+    connected = _nested(primals, tangents)
+    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "hvp")
+    inputs = [v for w in wrts for v in w.leaves]
+    given = _tangent_leaves(wrts, tangents, "hvp")
+    value = f(*call)
+    if not isinstance(value, Variable) or value.size != 1:
+        raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
+                            f"{getattr(value, 'shape', type(value).__name__)}")
+    grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
+        value.requires_grad and inputs) else [None] * len(inputs)
+    grads = [g if g is not None else _zeros(x.detach()) for g, x in zip(grads, inputs)]
+    products = _push(grads, inputs, given, connected)
+    value = _out(value if connected else value.detach(), _all_raw(wrts))
+    return value, tuple(_trees(wrts, products))
+
+
+# -------------------------------------------------------------------------------- Jacobians
+def jacobian(f, argnums=0, has_aux=False, mode="rev"):
+    """Return a function computing the Jacobian of ``f`` w.r.t. ``args[argnums]``: for each
+    output leaf, a tree of the argument's structure (a tuple of them when ``argnums`` is a
+    tuple) whose leaves have shape ``output shape + input shape``, as JAX's ``jacrev``.
+    ``mode="rev"`` takes one reverse pass per output element, ``mode="fwd"`` one forward pass
+    per input element."""
     _callable(f, "jacobian")
-    if not isinstance(argnums, int) or isinstance(argnums, bool):
-        raise TypeError(f"jacobian(): argnums must be an int, got {argnums!r}")
+    if mode not in ("rev", "fwd"):
+        raise ValueError(f"jacobian(): mode must be 'rev' or 'fwd', got {mode!r}")
+    return _jacobian(f, argnums, has_aux, mode, "jacobian")
+
+
+def _jacobian(f, argnums, has_aux, mode, transform):
+    """``jacobian``, its errors naming ``transform``, the function the user called."""
+    _positions(argnums, 1 << 30, transform)  # its type now, its range when called
 
     @functools.wraps(f)
     def jacobian_of(*args, **kwargs):
-        create_graph = _nested(args, argnums)
-        inputs, (position,), raw = _as_inputs(args, argnums, "jacobian")
-        x = inputs[position]
-        out = f(*inputs, **kwargs)
-        outs = _variables(out, "jacobian")
-        if isinstance(out, (tuple, list)):  # one Jacobian per output, as torch.func and JAX
-            return type(out)(_jacobian(o, x, create_graph, raw[0]) for o in outs)
-        return _jacobian(out, x, create_graph, raw[0])
+        nested = _nested(args)
+        call, _, wrts = _prepare(args, argnums, transform)
+        out, aux = _split_aux(f(*call, **kwargs), has_aux, transform)
+        outs, structure = _outputs(out, transform)
+        inputs = [v for w in wrts for v in w.leaves]
+        # Forward mode gives results that no outer graph sees: nested, go reverse (same values).
+        blocks = (_forward_blocks if mode == "fwd" and not nested else _reverse_blocks)(
+            outs, inputs, nested)
+        per_output = [_trees(wrts, block) for block in blocks]
+        result = _pytree.unflatten(structure, [trees[0] if isinstance(argnums, int) else
+                                               tuple(trees) for trees in per_output])
+        return (result, aux) if has_aux else result
 
     return jacobian_of
 
 
-def _jacobian(out, x, create_graph, raw):
-    """The Jacobian of one output, one reverse pass per output element."""
-    xp = out.__array_namespace__()
-    rows = []
-    flat = xp.reshape(out, (-1,))
-    for k in range(flat.shape[0]):
-        row = autograd.grad(flat[k], x, retain_graph=True, create_graph=create_graph,
-                            allow_unused=True) if flat.requires_grad else None
-        rows.append(row if row is not None else xp.zeros_like(x))
-    jac = xp.reshape(xp.stack(rows, axis=0) if rows else xp.zeros(
-        (0,) + tuple(x.shape), dtype=x.dtype, device=device_of(x)),
-                     tuple(out.shape) + tuple(x.shape))
-    return _out(jac, raw)
+def jacrev(f, argnums=0, has_aux=False):
+    """The Jacobian by reverse mode, one reverse pass per output element (JAX's ``jacrev``)."""
+    _callable(f, "jacrev")
+    return _jacobian(f, argnums, has_aux, "rev", "jacrev")
+
+
+def jacfwd(f, argnums=0, has_aux=False):
+    """The Jacobian by forward mode, one forward pass per input element (JAX's ``jacfwd``);
+    under an outer transform, whose graph must see the result, it is computed in reverse."""
+    _callable(f, "jacfwd")
+    return _jacobian(f, argnums, has_aux, "fwd", "jacfwd")
+
+
+def _reverse_blocks(outs, inputs, create_graph):
+    """``blocks[k][j]``: the Jacobian of output ``k`` w.r.t. input ``j``, a row per output
+    element, each row one reverse pass."""
+    blocks = []
+    for out in outs:
+        xp = out.__array_namespace__()
+        flat = xp.reshape(out, (-1,))
+        rows = []
+        for e in range(flat.shape[0]):
+            found = autograd.grad(flat[e], inputs, retain_graph=True, create_graph=create_graph,
+                                  allow_unused=True) if flat.requires_grad and inputs else (
+                None,) * len(inputs)
+            rows.append([g if g is not None else xp.zeros_like(x) for g, x in zip(found, inputs)])
+        block = []
+        for j, x in enumerate(inputs):
+            stacked = xp.stack([row[j] for row in rows], axis=0) if rows else xp.zeros(
+                (0,) + tuple(x.shape), dtype=x.dtype, device=device_of(x))
+            block.append(xp.reshape(stacked, tuple(out.shape) + tuple(x.shape)))
+        blocks.append(block)
+    return blocks
+
+
+def _forward_blocks(outs, inputs, create_graph):
+    """``blocks[k][j]`` as ``_reverse_blocks``, a column per input element, each column one
+    forward pass of a unit tangent through the recorded graph (never with ``create_graph``:
+    the tangents are not recorded)."""
+    assert not create_graph
+    blocks = [[None] * len(inputs) for _ in outs]
+    for j, x in enumerate(inputs):
+        raw = x._backend.raw
+        n = x.size
+        units = raw.eye(n, dtype=x.dtype, device=device_of(x.data)) if n else None
+        columns = [[] for _ in outs]
+        for e in range(n):
+            unit = raw.reshape(units[e, :], tuple(x.shape))
+            for k, t in enumerate(push_tangents(outs, {x: unit})):
+                columns[k].append(raw.reshape(t, (-1,)) if t is not None else None)
+        for k, out in enumerate(outs):
+            size = out.size
+            cols = [c if c is not None else raw.zeros((size,), dtype=out.dtype,
+                                                      device=device_of(out.data))
+                    for c in columns[k]]
+            stacked = raw.stack(cols, axis=1) if cols else raw.zeros(
+                (size, 0), dtype=out.dtype, device=device_of(out.data))
+            blocks[k][j] = Variable(raw.reshape(stacked, tuple(out.shape) + tuple(x.shape)))
+    return blocks
 
 
 def hessian(f, argnums=0):
-    """Return a function computing the Hessian of the single-element ``f``:
-    ``jacobian(grad(f))``."""
+    """Return a function computing the Hessian of ``f``: ``jacfwd(jacrev(f))``, as JAX and
+    ``torch.func`` (forward over reverse); for tree arguments a tree of trees."""
     _callable(f, "hessian")
-    return jacobian(grad(f, argnums), argnums)
+    return _jacobian(_jacobian(f, argnums, False, "rev", "hessian"), argnums, False, "fwd",
+                     "hessian")

@@ -14,7 +14,8 @@ from . import _engine, _grad_mode, _numpy_protocol
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
 
-_volatile_warned = False
+_volatile_warned = False  # the constructor's volatile= warning, given once
+_volatile_read_warned = False  # reading Variable.volatile, warned once
 
 
 class RemovableHandle:
@@ -151,6 +152,23 @@ class Variable:
                 f"dtype {self.data.dtype}. Convert it first, e.g. "
                 "Variable(xp.astype(a, xp.float64), requires_grad=True).")
         self._requires_grad = flag
+
+    @property
+    def volatile(self) -> bool:
+        """Always False, as in PyTorch since 0.4: ``volatile`` has no effect; recording is
+        switched off with ``with arraygrad.no_grad():``. Warns once."""
+        global _volatile_read_warned
+        if not _volatile_read_warned:
+            _volatile_read_warned = True
+            warnings.warn("Variable.volatile is always False: volatile has no effect, use "
+                          "`with arraygrad.no_grad():` instead", UserWarning, stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, flag):
+        raise AttributeError(
+            "Variable.volatile is read-only and has no effect: instead of setting it, compute "
+            "inside `with arraygrad.no_grad():` (or use y = x.detach())")
 
     @property
     def is_leaf(self) -> bool:
@@ -420,7 +438,9 @@ class Variable:
 
     @property
     def size(self):
-        # From the shape: torch's Tensor.size is a method, and dask's unknown sizes are nan.
+        """The number of elements, an ``int`` (the standard's attribute: torch's ``y.size()``
+        is ``y.shape`` here); None where the backend does not know a length yet (dask)."""
+        # From the shape: dask's unknown sizes are nan.
         size = 1
         for n in self.data.shape:
             if n is None or n != n:
@@ -535,6 +555,126 @@ class Variable:
     def __getitem__(self, key):
         return self._backend.ns._getitem(self, key)
 
+    # ------------------------------------------------ the methods NumPy and torch users type
+    # Each one is the namespace's function of the same meaning, recorded as that function is
+    # (x.mean() is xp.mean(x), with a MeanBackward). Options take the standard's names (axis=,
+    # keepdims=, correction=), which NumPy shares; torch's names are refused with their
+    # translation rather than half-imitated (torch's x.max(dim) returns indices too, and its
+    # x.std() divides by n - 1). docs/coming-from-pytorch.md lists them.
+    def sum(self, axis=None, *, dtype=None, keepdims=False, **options):
+        """``xp.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)``."""
+        _refuse_options("sum", options)
+        return self._backend.ns.sum(self, axis=_axis("sum", axis), dtype=dtype,
+                                    keepdims=keepdims)
+
+    def prod(self, axis=None, *, dtype=None, keepdims=False, **options):
+        """``xp.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)``."""
+        _refuse_options("prod", options)
+        return self._backend.ns.prod(self, axis=_axis("prod", axis), dtype=dtype,
+                                     keepdims=keepdims)
+
+    def mean(self, axis=None, *, keepdims=False, **options):
+        """``xp.mean(x, axis=axis, keepdims=keepdims)``."""
+        _refuse_options("mean", options)
+        return self._backend.ns.mean(self, axis=_axis("mean", axis), keepdims=keepdims)
+
+    def max(self, axis=None, *, keepdims=False, **options):
+        """``xp.max(x, axis=axis, keepdims=keepdims)``: the values only (``xp.argmax`` gives
+        the indices); the elementwise maximum of two arrays is ``xp.maximum(x, y)``."""
+        _refuse_options("max", options)
+        return self._backend.ns.max(self, axis=_axis("max", axis), keepdims=keepdims)
+
+    def min(self, axis=None, *, keepdims=False, **options):
+        """``xp.min(x, axis=axis, keepdims=keepdims)``: the values only (``xp.argmin`` gives
+        the indices); the elementwise minimum of two arrays is ``xp.minimum(x, y)``."""
+        _refuse_options("min", options)
+        return self._backend.ns.min(self, axis=_axis("min", axis), keepdims=keepdims)
+
+    def std(self, axis=None, *, correction=None, ddof=None, keepdims=False, **options):
+        """``xp.std(x, axis=axis, correction=correction, keepdims=keepdims)``; the default
+        correction is 0, as in the standard and NumPy (torch's ``x.std()`` uses 1), and NumPy's
+        ``ddof=`` is accepted as another name for it."""
+        _refuse_options("std", options)
+        return self._backend.ns.std(self, axis=_axis("std", axis), keepdims=keepdims,
+                                    correction=_correction("std", correction, ddof))
+
+    def var(self, axis=None, *, correction=None, ddof=None, keepdims=False, **options):
+        """``xp.var(x, axis=axis, correction=correction, keepdims=keepdims)``; the default
+        correction is 0 (torch's ``x.var()`` uses 1); ``ddof=`` is another name for it."""
+        _refuse_options("var", options)
+        return self._backend.ns.var(self, axis=_axis("var", axis), keepdims=keepdims,
+                                    correction=_correction("var", correction, ddof))
+
+    def norm(self, ord=2, axis=None, *, keepdims=False, **options):
+        """``xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)``: by default the
+        2-norm of all the elements, as torch's ``y.norm()``."""
+        _refuse_options("norm", options)
+        if isinstance(ord, str):
+            raise ValueError(
+                f"Variable.norm() computes vector norms, and ord={ord!r} names a matrix norm: "
+                "use xp.linalg.matrix_norm(x, ord=...) (torch's y.norm('fro') of all the "
+                "elements is y.norm())")
+        return self._backend.ns.linalg.vector_norm(self, axis=_axis("norm", axis),
+                                                   keepdims=keepdims, ord=ord)
+
+    def clip(self, min=None, max=None):
+        """``xp.clip(x, min, max)``."""
+        return self._backend.ns.clip(self, min, max)
+
+    def clamp(self, min=None, max=None):
+        """torch's name for ``clip``: ``xp.clip(x, min, max)``."""
+        return self._backend.ns.clip(self, min, max)
+
+    def reshape(self, *shape, copy=None):
+        """``xp.reshape(x, shape, copy=copy)``; the shape is given as one tuple or as integers
+        (``x.reshape(2, 3)``, ``x.reshape((2, 3))``, ``x.reshape(-1)``)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return self._backend.ns.reshape(self, tuple(shape), copy=copy)
+
+    def flatten(self) -> "Variable":
+        """``xp.reshape(x, (-1,))``: a 1-D Variable of all the elements, in row-major order."""
+        return self._backend.ns.reshape(self, (-1,))
+
+    def permute(self, *axes):
+        """``xp.permute_dims(x, axes)`` (torch's name); ``x.permute(2, 0, 1)`` or
+        ``x.permute((2, 0, 1))``, every axis once."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return self._backend.ns.permute_dims(self, _permutation("permute", axes, self.shape))
+
+    def swapaxes(self, axis1, axis2):
+        """Exchange two axes (NumPy's and torch's ``swapaxes``), as ``xp.permute_dims``."""
+        order = list(range(self.ndim))
+        first, second = (_normalize_axis("swapaxes", a, self.ndim) for a in (axis1, axis2))
+        order[first], order[second] = order[second], order[first]
+        return self._backend.ns.permute_dims(self, tuple(order))
+
+    def transpose(self, *axes):
+        """Permute the axes, as NumPy does: ``x.transpose()`` reverses them,
+        ``x.transpose((1, 0, 2))`` or ``x.transpose(1, 0, 2)`` orders them.
+
+        torch's ``x.transpose(dim0, dim1)``, which swaps two axes, works too where it cannot be
+        read as NumPy's: on a Variable that does not have exactly two axes. On a 2-D one,
+        ``x.transpose(1, 0)`` swaps (both agree); ``x.transpose(0, 1)`` is NumPy's identity but
+        torch's swap, so it is refused: write ``x.T``, ``x.swapaxes(0, 1)`` or
+        ``x.transpose((0, 1))``. Recorded as ``xp.permute_dims``.
+        """
+        ndim = self.ndim
+        if not axes or axes == (None,):
+            return self._backend.ns.permute_dims(self, tuple(range(ndim))[::-1])
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        elif len(axes) == 2 and ndim != 2:
+            return self.swapaxes(*axes)  # torch's transpose(dim0, dim1)
+        elif len(axes) == 2:
+            if tuple(_normalize_axis("transpose", a, ndim) for a in axes) == (0, 1):
+                raise ValueError(
+                    f"x.transpose{axes} on a 2-D Variable is ambiguous: NumPy reads it as the "
+                    "order of the axes (here unchanged), torch as two axes to swap. Write x.T "
+                    "or x.swapaxes(0, 1) to swap them, x.transpose((0, 1)) for NumPy's meaning")
+        return self._backend.ns.permute_dims(self, _permutation("transpose", axes, self.shape))
+
 
 _engine.use_variable_type(Variable)  # the engine wraps values for create_graph through it
 
@@ -586,3 +726,90 @@ for _dunder, _function in _COMPARISONS.items():
     setattr(Variable, f"__{_dunder}__", _forward(_function))
 for _dunder, _function in _UNARY_OPERATORS.items():
     setattr(Variable, f"__{_dunder}__", _unary(_function))
+
+
+# Elementwise methods: x.exp() is xp.exp(x). NumPy arrays have few of these (abs via abs(),
+# the rest as np.exp(a)), torch tensors all; each records as the namespace's function.
+ELEMENTWISE_METHODS = ("abs", "exp", "log", "sqrt", "square", "sin", "cos", "tanh")
+
+
+def _elementwise(name):
+    def method(self):
+        return getattr(self._backend.ns, name)(self)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``xp.{name}(x)``."
+    return method
+
+
+for _name in ELEMENTWISE_METHODS:
+    setattr(Variable, _name, _elementwise(_name))
+
+# torch's option names -> the standard's (and NumPy's), which the methods take instead.
+_TORCH_OPTIONS = {"dim": ("axis", ""), "keepdim": ("keepdims", ""), "p": ("ord", ""),
+                  "unbiased": ("correction", "; unbiased=True is correction=1")}
+
+
+def _refuse_options(method, options):
+    """An option a method does not take: name torch's translation where there is one."""
+    if not options:
+        return
+    name = next(iter(options))
+    if name in _TORCH_OPTIONS:
+        standard, note = _TORCH_OPTIONS[name]
+        raise TypeError(f"Variable.{method}() takes the standard's option names, as NumPy "
+                        f"does: write {standard}= instead of torch's {name}={note} "
+                        "(docs/coming-from-pytorch.md translates the others)")
+    if name == "out":
+        raise TypeError(f"Variable.{method}() has no out=: a Variable's result is a new "
+                        f"Variable, so assign it (y = x.{method}(...))")
+    raise TypeError(f"Variable.{method}() got an unexpected keyword argument {name!r}")
+
+
+def _axis(method, axis):
+    """``axis`` as the standard takes it: None, an integer or a tuple (a list becomes one)."""
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    if axis is not None and not isinstance(axis, tuple) and not hasattr(axis, "__index__") \
+            or isinstance(axis, Variable) or hasattr(axis, "__array_namespace__"):
+        other = " (for the elementwise max/min of two arrays use xp.maximum/xp.minimum)" \
+            if method in ("max", "min") else ""
+        raise TypeError(f"Variable.{method}(): axis must be None, an integer or a tuple of "
+                        f"integers, got a {type(axis).__name__}{other}")
+    return axis
+
+
+def _correction(method, correction, ddof):
+    """The standard's ``correction``, given as such or as NumPy's ``ddof``; 0 by default."""
+    if ddof is not None and correction is not None and ddof != correction:
+        raise TypeError(f"Variable.{method}() got correction={correction!r} and "
+                        f"ddof={ddof!r}: they are two names of one option, give one")
+    value = correction if correction is not None else ddof
+    return 0 if value is None else value
+
+
+def _normalize_axis(method, axis, ndim):
+    if not hasattr(axis, "__index__") or isinstance(axis, bool):
+        raise TypeError(f"Variable.{method}(): an axis must be an integer, got "
+                        f"{type(axis).__name__}")
+    axis = axis.__index__()
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"Variable.{method}(): axis {axis} is out of range for a Variable "
+                         f"with {ndim} dimension{'s' if ndim != 1 else ''}")
+    return axis % ndim
+
+
+def _permutation(method, axes, shape):
+    """``axes`` as a tuple, checked to name every axis of ``shape`` once."""
+    axes = tuple(axes)
+    ndim = len(shape)
+    try:
+        order = sorted(_normalize_axis(method, a, ndim) for a in axes)
+    except ValueError:
+        order = None
+    if order != list(range(ndim)):
+        example = ", ".join(str(a) for a in reversed(range(ndim)))
+        raise ValueError(
+            f"Variable.{method}{axes} is not an order of the {ndim} axes of a Variable of shape "
+            f"{tuple(shape)}: name each axis once (e.g. x.{method}({example})); to swap two "
+            "axes use x.swapaxes(a, b)")
+    return axes

@@ -27,3 +27,11 @@ class InplaceError(ArraygradError, RuntimeError):
 
 class NoRuleError(ArraygradError, NotImplementedError):
     """A differentiable path went through a function that has no differentiation rule."""
+
+
+class AnomalyError(BackwardError):
+    """Anomaly detection found a NaN or inf in a gradient; the message shows the forward call."""
+
+
+class GraphvizUnavailable(ArraygradError, RuntimeError):
+    """Rendering a graph needs the ``graphviz`` Python package and Graphviz's ``dot`` program."""

@@ -826,15 +826,26 @@ def test_jacobian_and_hessian(argnums, transform, as_variables):
         return record(error_verdict(exc, [transform, "jacobian", "argnums"]), label,
                       f"{type(exc).__name__}: {exc}")
     positions = _positions(argnums)
-    if positions is None or not isinstance(argnums, int):
+    if positions is None:
         return record(WRONG, label, f"accepted, giving {out!r:.100}")
-    (position,) = positions
-    if transform == "jacobian":
-        want = np.diag(B) if position == 0 else np.diag(A)
-    else:
-        want = np.diag(2 * B) if position == 0 else np.zeros((3, 3))
-    if not isinstance(out, _expected_type(a)) or not np.allclose(_host(out), want):
-        return record(WRONG, label, f"{out!r:.120}, expected {want}")
+    jac = {0: np.diag(B), 1: np.diag(A)}
+    hess = {(0, 0): np.diag(2 * B), (0, 1): np.diag(2 * A), (1, 0): np.diag(2 * A),
+            (1, 1): np.zeros((3, 3))}
+    if isinstance(argnums, int):
+        got = [out]
+        want = [jac[positions[0]] if transform == "jacobian" else hess[tuple(positions) * 2]]
+    elif not isinstance(out, tuple) or len(out) != len(positions):  # one per position, as JAX
+        return record(WRONG, label, f"{out!r:.120} for argnums={argnums!r}")
+    elif transform == "jacobian":
+        got, want = list(out), [jac[p] for p in positions]
+    else:  # a tuple of tuples
+        if not all(isinstance(row, tuple) and len(row) == len(positions) for row in out):
+            return record(WRONG, label, f"{out!r:.120} for argnums={argnums!r}")
+        got = [h for row in out for h in row]
+        want = [hess[(p, q)] for p in positions for q in positions]
+    for g, w in zip(got, want):
+        if not isinstance(g, _expected_type(a)) or not np.allclose(_host(g), w):
+            return record(WRONG, label, f"{out!r:.120}, expected {want}")
     record(CORRECT, label)
 
 

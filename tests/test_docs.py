@@ -7,16 +7,29 @@ import pathlib
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+TUTORIALS = sorted((ROOT / "examples" / "tutorials").glob("*.py"))
+TUTORIAL_BACKENDS = ["numpy", "array_api_strict"]
+PYTHON = ("python", "py", "python3")  # the info strings of a Python block
+FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n`]*\n(.*?)^\1\2[ \t]*$",
+                   re.M | re.S)
+
+
+def fenced_blocks(path):
+    """Every fenced block of a Markdown file as (language, code), code dedented by the fence's
+    own indentation (a block inside a list item)."""
+    return [(language.lower(), textwrap.dedent(code)) if indent else (language.lower(), code)
+            for indent, _, language, code in FENCE.findall(path.read_text())]
 
 
 def python_blocks(path):
-    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+    return [code for language, code in fenced_blocks(path) if language in PYTHON]
 
 
 RUN_BLOCKS = """
@@ -45,9 +58,69 @@ def test_python_blocks_run(path):
     assert done.returncode == 0, f"{path.name}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
+@pytest.mark.parametrize("number", range(1, len(python_blocks(ROOT / "README.md")) + 1))
+def test_readme_blocks_stand_alone(number):
+    """A reader copies one README block, not the page: each runs alone, with its imports."""
+    block = python_blocks(ROOT / "README.md")[number - 1]
+    done = subprocess.run([sys.executable, "-c", RUN_BLOCKS, "README.md"], cwd=ROOT, text=True,
+                          input=json.dumps([block]), capture_output=True, timeout=300)
+    if done.returncode == 3:
+        pytest.skip(done.stdout.strip())
+    assert done.returncode == 0, f"README.md block {number} alone:\n{done.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_python_hides_from_the_block_runner(path):
+    """Every Python block is tagged ```python, so test_python_blocks_run runs it: a block with no
+    language must not be Python (a diagram is not), and no other Python tag (```pycon,
+    ```ipython, which this runner would skip) is used."""
+    for language, code in fenced_blocks(path):
+        if language in PYTHON:
+            continue
+        assert not language.startswith(("py", "ipy")), (
+            f"{path.name}: a ```{language} block is not run; write it as ```python")
+        if language:
+            continue
+        try:
+            compile(code, path.name, "exec")
+        except SyntaxError:
+            continue
+        raise AssertionError(f"{path.name}: an untagged block is Python, so it is not run; "
+                             f"tag it ```python (or ```text):\n{code[:300]}")
+
+
+def test_fences_are_found():
+    """The fence pattern finds every block: as many as there are opening fences."""
+    for path in DOCUMENTS:
+        opening = 0
+        inside = False
+        for line in path.read_text().splitlines():
+            if re.match(r"^[ \t]*(`{3,}|~{3,})", line):
+                opening += not inside
+                inside = not inside
+        assert len(fenced_blocks(path)) == opening, path.name
+    assert python_blocks(ROOT / "README.md"), "the README's Python blocks are not found"
+
+
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(script):
     env = {**os.environ, "ARRAYGRAD_EXAMPLES_SMALL": "1"}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=300)
     assert done.returncode == 0, f"{script.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("backend", TUTORIAL_BACKENDS)
+@pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_runs(script, backend):
+    """The PyTorch tutorials' scripts run on each built-in backend and assert their values."""
+    env = {**os.environ, "ARRAYGRAD_BACKEND": backend}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, (f"{script.name} on {backend} failed:\n{done.stdout[-3000:]}\n"
+                                  f"{done.stderr[-3000:]}")
+    assert f"on {backend}" in done.stdout.splitlines()[-1]  # it ran on the backend asked for
+
+
+def test_every_tutorial_is_run():
+    assert [p.name[:2] for p in TUTORIALS] == ["01", "02", "03", "04", "05"]

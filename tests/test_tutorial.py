@@ -29,6 +29,31 @@ def test_volatile_is_accepted_warns_once_and_names_no_grad(backend, monkeypatch)
         ag.Variable(backend.raw.ones(2), volatile=True)  # only once
 
 
+def test_volatile_reads_false_warns_once_and_cannot_be_set(backend, monkeypatch):
+    monkeypatch.setattr("arraygrad._variable._volatile_read_warned", False)
+    x = ag.Variable(backend.raw.ones(2), requires_grad=True)
+    with pytest.warns(UserWarning, match=r"always False.*arraygrad.no_grad"):
+        assert x.volatile is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.volatile is False  # only once
+    with pytest.raises(AttributeError, match=r"read-only.*no_grad"):
+        x.volatile = True
+    assert x.requires_grad  # unchanged
+
+
+def test_grad_data_is_the_raw_array_and_grad_zero_resets(backend):
+    # torch's x.grad.data.zero_() is x.grad.zero_() here: .data is the backend's own array.
+    x = backend.variable(np.ones(2))
+    (3 * x).backward(backend.raw.ones(2))
+    assert type(x.grad.data) is type(backend.raw.ones(2))
+    with pytest.raises(AttributeError, match="zero_"):
+        x.grad.data.zero_()
+    x.grad.zero_()
+    (3 * x).backward(backend.raw.ones(2))
+    np.testing.assert_allclose(backend.host(x.grad), [3.0, 3.0])  # not 6: the reset held
+
+
 @pytest.mark.parametrize("as_variable", [False, True])
 def test_chain_gradient_and_grad_of_non_leaves(backend, as_variable):
     values = np.array([[1.0, -2.0], [0.5, 3.0]])
@@ -105,6 +130,22 @@ def test_mean_of_squares(backend):
     assert float(out) == 27.0
     out.backward()
     np.testing.assert_allclose(backend.host(x.grad), np.full((2, 2), 4.5))
+
+
+def test_blitz_as_written_with_methods(backend):
+    # The tutorial's own spelling: z.mean(), and the norm as a method.
+    x = ag.Variable(backend.raw.ones((2, 2)), requires_grad=True)
+    y = x + 2
+    z = y * y * 3
+    out = z.mean()
+    assert out.grad_fn.name() == "MeanBackward" and float(out) == 27.0
+    out.backward()
+    np.testing.assert_allclose(backend.host(x.grad), np.full((2, 2), 4.5))
+    x = backend.variable(np.array([0.3, -0.2, 0.5]))
+    y = x * 2
+    while y.norm() < 1000:
+        y = y * 2
+    assert float(y.norm()) == float(backend.xp.linalg.vector_norm(y))
 
 
 def test_dynamic_control_flow(backend):

@@ -1,0 +1,156 @@
+"""``checkpoint``: trade compute for memory, as ``torch.utils.checkpoint.checkpoint``
+(``use_reentrant=False``).
+
+The segment ``fn(*args, **kwargs)`` runs once, recorded as usual; its nodes are then replaced by
+one node, ``CheckpointBackward``, whose inputs are the values the segment read from outside
+(arguments and Variables it closes over alike, found from the graph it recorded), so that the
+segment's intermediates are freed as soon as it returns. Backward through that node runs
+``fn`` again with grad enabled and backpropagates through the recorded copy only as far as those
+inputs. So gradients are those of the plain computation, ``autograd.grad`` and
+``create_graph=True`` (higher derivatives) work through it, and a checkpoint may hold others.
+"""
+
+from __future__ import annotations
+
+from . import _engine, _grad_mode
+from ._variable import Variable
+from .errors import BackwardError
+from .rules._core import Rule
+
+
+def checkpoint(fn, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)`` without keeping its intermediate values for backward: they
+    are recomputed (``fn`` runs again) when backward reaches its outputs.
+
+    ``fn`` returns a Variable, or a tuple, list or dict of values (Variables among them). It
+    must compute the same thing when run again: no in-place change of its inputs between the
+    forward and the backward (that is an error), and no randomness. Gradients reach the
+    Variables ``fn`` closes over too, not only its arguments. Under ``no_grad`` it just calls
+    ``fn``. Memory: the segment's inputs stay alive until the graph is dropped.
+    """
+    if not _grad_mode.state.enabled:
+        return fn(*args, **kwargs)
+    with _engine.new_nodes() as created:
+        result = fn(*args, **kwargs)
+    items, rebuild = _flatten(result)
+    internal = set(created)
+    del created
+    positions = [k for k, item in enumerate(items)
+                 if isinstance(item, Variable) and item.grad_fn in internal]
+    if not positions:  # nothing recorded reaches the outputs: nothing to save
+        return result
+    outputs = [items[k] for k in positions]
+    inputs = _inputs(outputs, internal)
+    backend = outputs[0]._backend
+    segment = _Segment(fn, args, kwargs, positions, inputs)
+    meta = list(inputs.values()) + [(tuple(o.data.shape), o.data.dtype) for o in outputs]
+    edges = tuple(inputs)
+    # saved: a token, so that backward without retain_graph marks the node freed, and a second
+    # backward raises as everywhere else
+    node = _engine.Node(_RULE, backend, edges, meta, (True,), {"segment": segment, "edges": edges},
+                        len(outputs))
+    for j, k in enumerate(positions):
+        items[k] = Variable._make(items[k].data, backend, node, j)
+    return rebuild(items)
+
+
+class _Segment:
+    """What backward needs to run a checkpointed segment again."""
+
+    __slots__ = ("fn", "args", "kwargs", "positions", "edges", "values")
+
+    def __init__(self, fn, args, kwargs, positions, inputs):
+        self.fn, self.args, self.kwargs, self.positions = fn, args, kwargs, positions
+        self.edges = set(inputs)
+        # The arrays of the arguments and leaves read, to catch an in-place change before backward.
+        variables = [a for a in (*args, *kwargs.values()) if isinstance(a, Variable)]
+        variables += [node.variable for node, _ in inputs
+                      if isinstance(node, _engine.AccumulateGrad)]
+        self.values = [(v, v.data) for v in variables]
+
+    def backward(self, grads):
+        for variable, data in self.values:
+            if variable.data is not data:
+                raise BackwardError(
+                    f"checkpoint: a Variable that the checkpointed function {_name(self.fn)} "
+                    f"reads (shape {tuple(variable.shape)}, dtype {variable.dtype}) was changed "
+                    "in place after the forward pass, so its recomputation would give other "
+                    "values. Change it only after backward(), or on a copy.")
+        create_graph = _grad_mode.state.enabled  # the engine sets the mode to create_graph
+        with _grad_mode.enable_grad(), _engine.new_nodes() as created:
+            result = self.fn(*self.args, **self.kwargs)
+        items, _ = _flatten(result)
+        internal = set(created)
+        del created
+        outputs = [items[k] if k < len(items) else None for k in self.positions]
+        if not all(isinstance(o, Variable) and o.grad_fn in internal for o in outputs) or \
+                set(_inputs(outputs, internal)) != self.edges:
+            raise BackwardError(
+                f"checkpoint: run again for backward, the function {_name(self.fn)} recorded "
+                "another graph than in the forward pass (other outputs, or other inputs "
+                "reached). A checkpointed function must compute the same thing each time it "
+                "runs: no randomness, no dependence on state that changed since.")
+        roots = [(output._edge, grad) for output, grad in zip(outputs, grads) if grad is not None]
+        capture = _engine.backward(roots, retain_graph=create_graph, create_graph=create_graph,
+                                   capture=dict.fromkeys(self.edges), cut=True)
+        return capture
+
+
+def _joint(xp, g, *token, segment, edges):
+    """The VJP of ``CheckpointBackward``: run the segment again, backpropagate through it."""
+    capture = segment.backward(g if isinstance(g, tuple) else (g,))
+    return [capture[edge] for edge in edges]
+
+
+_RULE = Rule("checkpoint", (), (), joint=_joint)
+
+
+def _inputs(outputs, internal) -> dict:
+    """``{edge: (shape, dtype)}`` for every edge from a node of the segment to one outside it
+    (an argument, a Variable read from outside, a leaf), in a fixed order."""
+    found: dict = {}
+    seen = set()
+    stack = []
+    for output in outputs:
+        node = output.grad_fn
+        if node not in seen:
+            seen.add(node)
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        meta = getattr(node, "meta", None)
+        for i, edge in enumerate(node.edges):
+            if edge is None:
+                continue
+            child = edge[0]
+            if child in internal:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+            elif edge not in found:
+                if meta is not None and meta[i] is not None:
+                    found[edge] = meta[i]
+                elif isinstance(child, _engine.AccumulateGrad):
+                    found[edge] = (tuple(child.variable.shape), child.variable.dtype)
+                else:
+                    raise BackwardError(f"checkpoint: cannot tell the shape of input {i} of "
+                                        f"<{node.name()}>")
+    return found
+
+
+def _flatten(result):
+    """The values ``fn`` returned, as a list, and how to rebuild its kind of result."""
+    if isinstance(result, tuple):
+        if hasattr(result, "_fields"):  # a namedtuple
+            return list(result), lambda items: type(result)(*items)
+        return list(result), lambda items: type(result)(items)
+    if isinstance(result, list):
+        return list(result), lambda items: type(result)(items)
+    if isinstance(result, dict):
+        keys = list(result)
+        return [result[k] for k in keys], lambda items: type(result)(zip(keys, items))
+    return [result], lambda items: items[0]
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)

@@ -1,0 +1,195 @@
+"""The methods NumPy and torch users type on a Variable (x.sum(), x.mean(axis=0), x.reshape(2, 3),
+x.transpose(), x.exp(), ...): each records exactly as the namespace function it stands for, on
+every built-in backend, and refuses what it does not take with a message that translates it."""
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad.testing import gradient_errors
+
+POSITIVE = "positive"  # log and sqrt: values in [0.5, 2.5)
+
+# (id, the method call, the namespace call it stands for, input shape[, domain])
+CASES = [
+    ("sum", lambda x: x.sum(), lambda xp, x: xp.sum(x), (2, 3, 4)),
+    ("sum-axis", lambda x: x.sum(1), lambda xp, x: xp.sum(x, axis=1), (2, 3, 4)),
+    ("sum-axes-keepdims", lambda x: x.sum(axis=(0, 2), keepdims=True),
+     lambda xp, x: xp.sum(x, axis=(0, 2), keepdims=True), (2, 3, 4)),
+    ("sum-list-axis", lambda x: x.sum([0, -1]), lambda xp, x: xp.sum(x, axis=(0, -1)), (2, 3, 4)),
+    ("prod", lambda x: x.prod(axis=0), lambda xp, x: xp.prod(x, axis=0), (2, 3, 4)),
+    ("mean", lambda x: x.mean(), lambda xp, x: xp.mean(x), (2, 3, 4)),
+    ("mean-axis-keepdims", lambda x: x.mean(-1, keepdims=True),
+     lambda xp, x: xp.mean(x, axis=-1, keepdims=True), (2, 3, 4)),
+    ("max", lambda x: x.max(), lambda xp, x: xp.max(x), (2, 3, 4)),
+    ("max-axis", lambda x: x.max(axis=1), lambda xp, x: xp.max(x, axis=1), (2, 3, 4)),
+    ("min", lambda x: x.min(), lambda xp, x: xp.min(x), (2, 3, 4)),
+    ("min-axis-keepdims", lambda x: x.min(0, keepdims=True),
+     lambda xp, x: xp.min(x, axis=0, keepdims=True), (2, 3, 4)),
+    ("std", lambda x: x.std(), lambda xp, x: xp.std(x), (2, 3, 4)),
+    ("std-ddof", lambda x: x.std(0, ddof=1), lambda xp, x: xp.std(x, axis=0, correction=1),
+     (2, 3, 4)),
+    ("std-correction", lambda x: x.std(correction=1, keepdims=True),
+     lambda xp, x: xp.std(x, correction=1, keepdims=True), (2, 3, 4)),
+    ("var", lambda x: x.var(axis=2), lambda xp, x: xp.var(x, axis=2), (2, 3, 4)),
+    ("var-ddof", lambda x: x.var(ddof=1), lambda xp, x: xp.var(x, correction=1), (2, 3, 4)),
+    ("norm", lambda x: x.norm(), lambda xp, x: xp.linalg.vector_norm(x), (2, 3, 4)),
+    ("norm-ord-axis", lambda x: x.norm(1, axis=0),
+     lambda xp, x: xp.linalg.vector_norm(x, axis=0, ord=1), (2, 3, 4)),
+    ("reshape-ints", lambda x: x.reshape(4, 6), lambda xp, x: xp.reshape(x, (4, 6)), (2, 3, 4)),
+    ("reshape-tuple", lambda x: x.reshape((6, -1)), lambda xp, x: xp.reshape(x, (6, -1)),
+     (2, 3, 4)),
+    ("reshape-minus-one", lambda x: x.reshape(-1), lambda xp, x: xp.reshape(x, (-1,)),
+     (2, 3, 4)),
+    ("flatten", lambda x: x.flatten(), lambda xp, x: xp.reshape(x, (-1,)), (2, 3, 4)),
+    ("transpose-reverses", lambda x: x.transpose(), lambda xp, x: xp.permute_dims(x, (2, 1, 0)),
+     (2, 3, 4)),
+    ("transpose-order", lambda x: x.transpose(1, 2, 0),
+     lambda xp, x: xp.permute_dims(x, (1, 2, 0)), (2, 3, 4)),
+    ("transpose-order-tuple", lambda x: x.transpose((2, 0, 1)),
+     lambda xp, x: xp.permute_dims(x, (2, 0, 1)), (2, 3, 4)),
+    ("transpose-torch-swap", lambda x: x.transpose(0, 1),
+     lambda xp, x: xp.permute_dims(x, (1, 0, 2)), (2, 3, 4)),
+    ("transpose-torch-swap-negative", lambda x: x.transpose(-1, -2),
+     lambda xp, x: xp.permute_dims(x, (0, 2, 1)), (2, 3, 4)),
+    ("transpose-2d", lambda x: x.transpose(), lambda xp, x: xp.permute_dims(x, (1, 0)), (3, 4)),
+    ("transpose-2d-swap", lambda x: x.transpose(1, 0), lambda xp, x: xp.permute_dims(x, (1, 0)),
+     (3, 4)),
+    ("transpose-2d-identity-tuple", lambda x: x.transpose((0, 1)),
+     lambda xp, x: xp.permute_dims(x, (0, 1)), (3, 4)),
+    ("permute", lambda x: x.permute(2, 0, 1), lambda xp, x: xp.permute_dims(x, (2, 0, 1)),
+     (2, 3, 4)),
+    ("permute-tuple", lambda x: x.permute((1, 0, 2)),
+     lambda xp, x: xp.permute_dims(x, (1, 0, 2)), (2, 3, 4)),
+    ("swapaxes", lambda x: x.swapaxes(0, -1), lambda xp, x: xp.permute_dims(x, (2, 1, 0)),
+     (2, 3, 4)),
+    ("abs", lambda x: x.abs(), lambda xp, x: xp.abs(x), (3, 4)),
+    ("exp", lambda x: x.exp(), lambda xp, x: xp.exp(x), (3, 4)),
+    ("log", lambda x: x.log(), lambda xp, x: xp.log(x), (3, 4), POSITIVE),
+    ("sqrt", lambda x: x.sqrt(), lambda xp, x: xp.sqrt(x), (3, 4), POSITIVE),
+    ("square", lambda x: x.square(), lambda xp, x: xp.square(x), (3, 4)),
+    ("sin", lambda x: x.sin(), lambda xp, x: xp.sin(x), (3, 4)),
+    ("cos", lambda x: x.cos(), lambda xp, x: xp.cos(x), (3, 4)),
+    ("tanh", lambda x: x.tanh(), lambda xp, x: xp.tanh(x), (3, 4)),
+    ("clip", lambda x: x.clip(-0.5, 0.5), lambda xp, x: xp.clip(x, -0.5, 0.5), (3, 4)),
+    ("clip-max", lambda x: x.clip(max=0.3), lambda xp, x: xp.clip(x, max=0.3), (3, 4)),
+    ("clamp", lambda x: x.clamp(min=-0.2), lambda xp, x: xp.clip(x, min=-0.2), (3, 4)),
+]
+IDS = [case[0] for case in CASES]
+
+
+def values(case, seed=0):
+    """Host float64 inputs, away from kinks (clip's bounds, abs at 0) and ties (max, min)."""
+    shape, domain = case[3], case[4] if len(case) > 4 else None
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.1, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+    x = x + np.arange(x.size).reshape(shape) * 1e-3  # no ties
+    return np.abs(x) * 2 + 0.5 if domain == POSITIVE else x
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_method_records_as_its_namespace_function(backend, case):
+    _, method, function = case[:3]
+    host = values(case)
+    x, y = backend.variable(host), backend.variable(host)
+    by_method, by_function = method(x), function(backend.xp, y)
+    assert isinstance(by_method, ag.Variable) and by_method.backend == backend.name
+    np.testing.assert_array_equal(backend.host(by_method), backend.host(by_function))
+    assert by_method.dtype == by_function.dtype
+    assert by_method.grad_fn.name() == by_function.grad_fn.name()
+    # The same backward: the same gradient, to the last bit.
+    cotangent = backend.array(np.random.default_rng(1).standard_normal(by_method.shape))
+    by_method.backward(cotangent)
+    by_function.backward(cotangent)
+    np.testing.assert_array_equal(backend.host(x.grad), backend.host(y.grad))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_method_gradient_matches_central_differences(backend, case):
+    analytic, numeric = gradient_errors(case[1], [values(case)], backend.name)
+    assert analytic == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+
+
+def test_methods_record_nothing_without_grad(backend):
+    x = backend.variable(values(CASES[0]))
+    with ag.no_grad():
+        assert not x.mean().requires_grad and x.transpose().grad_fn is None
+    constant = backend.variable(values(CASES[0]), requires_grad=False)
+    assert constant.sum(0).grad_fn is None and not constant.exp().requires_grad
+
+
+def test_methods_differentiate_twice(backend):
+    host = np.array([0.5, -1.0, 2.0])
+    x = backend.variable(host)
+    x.exp().sum().backward(create_graph=True)
+    first = x.grad
+    x.grad = None
+    first.sum().backward()
+    np.testing.assert_allclose(backend.host(x.grad), np.exp(host))
+
+
+def test_chained_methods_as_torch_users_write_them(backend):
+    host = values(CASES[0])
+    x = backend.variable(host)
+    loss = ((x.reshape(6, 4).transpose() - 1).square().mean(axis=0) + x.abs().max()).sum()
+    loss.backward()
+    expected = 2 * (host - 1) / 4  # d/dx of mean over the 4 columns, summed over the 6 rows
+    largest = np.argmax(np.abs(host))  # where abs().max() sends its gradient, 6 times
+    expected.reshape(-1)[largest] += 6 * np.sign(host.reshape(-1)[largest])
+    np.testing.assert_allclose(backend.host(x.grad), expected, rtol=1e-12)
+
+
+def test_size_stays_the_standards_integer(backend):
+    # torch's y.size() is y.shape here; .size is the number of elements, as in the standard.
+    x = backend.variable(np.ones((2, 3)))
+    assert x.size == 6 and type(x.size) is int
+    assert x.shape == (2, 3)
+    with pytest.raises(TypeError, match="not callable"):
+        x.size()
+
+
+def test_methods_do_not_replace_existing_attributes():
+    existing = {"T", "mT", "to_device", "item", "size", "shape", "ndim", "dtype", "device",
+                "data", "grad", "grad_fn", "requires_grad", "is_leaf", "backward", "detach",
+                "zero_", "numpy", "to", "backend", "volatile"}
+    methods = {"sum", "prod", "mean", "max", "min", "std", "var", "norm", "reshape", "flatten",
+               "transpose", "permute", "swapaxes", "clip", "clamp", "abs", "exp", "log",
+               "sqrt", "square", "sin", "cos", "tanh"}
+    assert not existing & methods
+    for name in methods:
+        assert callable(getattr(ag.Variable, name)), name
+        assert getattr(ag.Variable, name).__doc__, f"Variable.{name} has no docstring"
+    assert isinstance(ag.Variable.size, property) and isinstance(ag.Variable.T, property)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: x.sum(dim=0), TypeError, r"axis= instead of torch's dim="),
+    (lambda x: x.mean(keepdim=True), TypeError, r"keepdims= instead of torch's keepdim="),
+    (lambda x: x.std(unbiased=True), TypeError, r"correction=.*unbiased=True is correction=1"),
+    (lambda x: x.norm(p=2), TypeError, r"ord= instead of torch's p="),
+    (lambda x: x.max(out=None), TypeError, r"no out=.*assign"),
+    (lambda x: x.sum(order="C"), TypeError, r"unexpected keyword argument 'order'"),
+    (lambda x: x.max(x), TypeError, r"axis must be.*xp.maximum"),
+    (lambda x: x.min(x.data), TypeError, r"axis must be.*xp.minimum"),
+    (lambda x: x.sum(axis=0.5), TypeError, r"axis must be.*float"),
+    (lambda x: x.std(ddof=1, correction=0), TypeError, r"two names of one option"),
+    (lambda x: x.norm("fro"), ValueError, r"matrix_norm"),
+    (lambda x: x.swapaxes(0, 3), ValueError, r"axis 3 is out of range.*3 dimensions"),
+    (lambda x: x.swapaxes(0, 1.0), TypeError, r"an axis must be an integer"),
+    (lambda x: x.reshape(6, 4).transpose(0, 1), ValueError, r"ambiguous.*x\.T.*swapaxes"),
+    (lambda x: x.reshape(6, 4).transpose(-2, -1), ValueError, r"ambiguous"),
+    (lambda x: x.reshape(6, 4).transpose(1, 1), ValueError, r"name each axis once"),
+    (lambda x: x.transpose(0, 1, 2, 3), ValueError, r"not an order of the 3 axes.*\(2, 3, 4\)"),
+    (lambda x: x.transpose((0, 2)), ValueError, r"not an order of the 3 axes"),
+    (lambda x: x.permute(0, 1), ValueError,
+     r"permute\(0, 1\) is not an order.*x\.permute\(2, 1, 0\)"),
+    (lambda x: x.permute(0, 0, 1), ValueError, r"name each axis once"),
+    (lambda x: x.permute(0, 1, 5), ValueError, r"name each axis once"),
+    (lambda x: x.permute(0, 1, "2"), TypeError, r"an axis must be an integer"),
+    (lambda x: x.reshape(6, 4).transpose(1, 0, 2), ValueError, r"not an order of the 2 axes"),
+])
+def test_bad_method_arguments_are_refused(backend, call, error, match):
+    x = backend.variable(values(CASES[0]))
+    with pytest.raises(error, match=match):
+        call(x)
+
