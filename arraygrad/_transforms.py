@@ -290,16 +290,22 @@ def _jvp_by_transposed_vjp(outs, inputs, tangents):
     return [r if r is not None else _zeros(o.detach()) for r, o in zip(results, outs)]
 
 
+def _primals_and_tangents(primals, tangents, transform):
+    """For ``jvp`` and ``hvp``: whether an outer transform's graph is to be kept, the call's
+    arguments, the differentiated trees, their leaves, and the tangent of each leaf."""
+    primals, tangents = _check_pairs(primals, tangents, transform)
+    connected = _nested(primals, tangents)
+    call, _, wrts = _prepare(primals, tuple(range(len(primals))), transform)
+    inputs = [v for w in wrts for v in w.leaves]
+    return connected, call, wrts, inputs, _tangent_leaves(wrts, tangents, transform)
+
+
 def jvp(f, primals, tangents, has_aux=False):
     """Return ``(f(*primals), J @ tangents)`` (and ``aux`` with ``has_aux``) by forward mode
     through the rules' JVPs. ``primals`` and ``tangents`` are tuples with one pytree per
     argument of ``f``; the tangent out has the structure of ``f``'s output."""
     _callable(f, "jvp")
-    primals, tangents = _check_pairs(primals, tangents, "jvp")
-    connected = _nested(primals, tangents)
-    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "jvp")
-    inputs = [v for w in wrts for v in w.leaves]
-    given = _tangent_leaves(wrts, tangents, "jvp")
+    connected, call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp")
     out, aux = _split_aux(f(*call), has_aux, "jvp")
     outs, structure = _outputs(out, "jvp")
     pushed = _push(outs, inputs, given, connected)
@@ -317,11 +323,7 @@ def hvp(f, primals, tangents):
     ``torch.func``; the product is a tuple with one tree per primal (as
     ``torch.autograd.functional.hvp``)."""
     _callable(f, "hvp")
-    primals, tangents = _check_pairs(primals, tangents, "hvp")
-    connected = _nested(primals, tangents)
-    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "hvp")
-    inputs = [v for w in wrts for v in w.leaves]
-    given = _tangent_leaves(wrts, tangents, "hvp")
+    connected, call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "hvp")
     value = f(*call)
     if not isinstance(value, Variable) or value.size != 1:
         raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
