@@ -1,4 +1,4 @@
-"""Memory and debugging: ``checkpoint``, anomaly detection, ``to_dot`` (docs/debugging.md)."""
+"""Memory and debugging: ``checkpoint``, anomaly detection, ``to_dot`` (docs/checkpoint.md, docs/anomaly.md, docs/graph-pictures.md)."""
 
 import re
 import shutil
