@@ -3,12 +3,12 @@
 W1: overhead per recorded op (2,000 cheap elementwise ops on 16 float64 values, forward and
 backward). W2: one MLP training step (float32, batch 128, 784-512-512-10, tanh, mean
 cross-entropy through a stable log-softmax). W3: sum(sin(x)*exp(-x*x) + log1p(x*x)) on 2**22
-float64 values, time and peak memory growth. W4: interop, SciPy's own code run on Variables
-(``SCIPY_ARRAY_API=1``): logsumexp(x) and sum(w * zscore(x)) on 10**6 float64 values, arraygrad
-against the same SciPy forward on NumPy plus a hand-written gradient. Every library gets the
-same inputs; each result is checked against hand-written NumPy before it is timed. Threads are
-pinned to 1.
-"""
+float64 values; W5: the peak memory it adds. W4: W1's ops in a 100,000-op chain on 4 values.
+I1: interop, SciPy's own code run on Variables (``SCIPY_ARRAY_API=1``): logsumexp(x) and
+sum(w * zscore(x)) on 10**6 float64 values, arraygrad against the same SciPy forward on NumPy
+plus a hand-written gradient. W6 (Dask on a LocalCluster) is ``python -m bench.dask_scale``.
+Every library gets the same inputs; each result is checked against hand-written NumPy before it
+is timed. Threads are pinned to 1."""
 
 import os
 
@@ -17,6 +17,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     os.environ[_variable] = "1"  # before NumPy (and its BLAS) is imported
 
 import argparse  # noqa: E402
+import importlib.metadata  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
@@ -29,8 +30,9 @@ CHAIN = 500  # four ops each: 2,000 recorded ops
 LAYERS = (784, 512, 512, 10)
 BATCH = 128
 W3_SIZE = 2**22
-W4_SIZE = 10**6
-REPEATS = {"W1": 8, "W2": 15, "W3": 3, "W4": 15}  # rounds of 3 runs in a row; --quick: a quarter
+I1_SIZE = 10**6
+LONG_CHAIN = 25_000  # W4: four ops each, 100,000 recorded ops on 4 values
+REPEATS = {"W1": 8, "W2": 15, "W3": 3, "W4": 3, "I1": 15}  # rounds of 3 runs in a row; --quick: a quarter
 
 
 # ------------------------------------------------------------------------------------ inputs
@@ -45,13 +47,14 @@ def inputs():
     onehot = np.eye(LAYERS[-1], dtype=np.float32)[rng.integers(0, LAYERS[-1], BATCH)]
     return {"w1": rng.standard_normal(16), "w2": (params, X, onehot),
             "w3": rng.standard_normal(W3_SIZE),
-            "w4": (rng.standard_normal(W4_SIZE), rng.standard_normal(W4_SIZE))}
+            "w4": rng.standard_normal(4),
+            "i1": (rng.standard_normal(I1_SIZE), rng.standard_normal(I1_SIZE))}
 
 
 # ------------------------------------------------------------------- hand-written NumPy: limit
-def numpy_w1(x0):
+def numpy_w1(x0, links=CHAIN):
     ys, y = [], x0
-    for _ in range(CHAIN):
+    for _ in range(links):
         ys.append(y)
         y = np.sin(y * 1.0001 + 0.01) * 0.9
     g = np.ones_like(y)
@@ -85,7 +88,7 @@ def numpy_w3(x):
     return np.cos(x) * e - 2 * x * s * e + 2 * x / (1 + a)
 
 
-def numpy_w4_logsumexp(x, w):
+def numpy_i1_logsumexp(x, w):
     """logsumexp(x) and its gradient, softmax(x)."""
     m = np.max(x)
     e = np.exp(x - m)
@@ -94,7 +97,7 @@ def numpy_w4_logsumexp(x, w):
     return e / total
 
 
-def numpy_w4_zscore(x, w):
+def numpy_i1_zscore(x, w):
     """sum(w * z) with z = (x - mean(x)) / std(x) (population std) and its gradient,
     (w - mean(w) - z * mean(w * z)) / std(x)."""
     d = x - np.mean(x)
@@ -104,29 +107,29 @@ def numpy_w4_zscore(x, w):
     return (w - np.mean(w) - z * np.mean(w * z)) / s
 
 
-W4_PARTS = ("logsumexp", "zscore")  # each library's w4_<part>(x, w) returns the gradient in x
+I1_PARTS = ("logsumexp", "zscore")  # each library's i1_<part>(x, w) returns the gradient in x
 
 
 class ScipyHandGradient:
-    """W4's limit: SciPy's forward on NumPy arrays, then the gradient written by hand."""
+    """I1's limit: SciPy's forward on NumPy arrays, then the gradient written by hand."""
     name = "SciPy + hand grad"
 
     def __init__(self):
         self.special, self.stats = scipy_for_variables()
 
-    def w4_logsumexp(self, x, w):
+    def i1_logsumexp(self, x, w):
         value = self.special.logsumexp(x)
         return np.exp(x - value)
 
-    def w4_zscore(self, x, w):
+    def i1_zscore(self, x, w):
         z = self.stats.zscore(x)
         value = np.sum(w * z)  # noqa: F841
         return (w - np.mean(w) - z * np.mean(w * z)) / np.std(x)
 
 
 # ------------------------------------------------------------------ the same through libraries
-def chain(xp, y):
-    for _ in range(CHAIN):
+def chain(xp, y, links=CHAIN):
+    for _ in range(links):
         y = y * 1.0001
         y = y + 0.01
         y = xp.sin(y)
@@ -149,7 +152,7 @@ def w3_loss(xp, x):
 
 
 def scipy_for_variables():
-    """scipy.special and scipy.stats, with SciPy's Array API support switched on, as W4 needs:
+    """scipy.special and scipy.stats, with SciPy's Array API support switched on, as I1 needs:
     SciPy reads ``SCIPY_ARRAY_API`` once, when it is first imported."""
     if "scipy" not in sys.modules:
         os.environ["SCIPY_ARRAY_API"] = "1"
@@ -174,9 +177,12 @@ class Arraygrad:
         loss_of(*variables).backward()
         return [v.grad.data for v in variables]
 
-    def w1(self, x0):
-        (g,) = self._grads(lambda x: self.xp.sum(chain(self.xp, x)), [x0])
+    def w1(self, x0, links=CHAIN):
+        (g,) = self._grads(lambda x: self.xp.sum(chain(self.xp, x, links)), [x0])
         return g
+
+    def w4(self, x0):
+        return self.w1(x0, LONG_CHAIN)
 
     def w2(self, params, X, onehot):
         return self._grads(lambda *p: mlp_loss(self.xp, p, X, onehot), params)
@@ -185,12 +191,12 @@ class Arraygrad:
         (g,) = self._grads(lambda v: w3_loss(self.xp, v), [x])
         return g
 
-    def w4_logsumexp(self, x, w):
+    def i1_logsumexp(self, x, w):
         special, _ = scipy_for_variables()
         (g,) = self._grads(lambda v: special.logsumexp(v), [x])
         return g
 
-    def w4_zscore(self, x, w):
+    def i1_zscore(self, x, w):
         _, stats = scipy_for_variables()
         (g,) = self._grads(lambda v: self.xp.sum(w * stats.zscore(v)), [x])
         return g
@@ -206,8 +212,11 @@ class HipsAutograd:
 
         self.grad, self.np = autograd.grad, anp
 
-    def w1(self, x0):
-        return self.grad(lambda x: self.np.sum(chain(self.np, x)))(x0)
+    def w1(self, x0, links=CHAIN):
+        return self.grad(lambda x: self.np.sum(chain(self.np, x, links)))(x0)
+
+    def w4(self, x0):
+        return self.w1(x0, LONG_CHAIN)
 
     def w2(self, params, X, onehot):
         return self.grad(lambda p: mlp_loss(self.np, p, X, onehot))(list(params))
@@ -258,9 +267,12 @@ class Torch:
         loss_of(*tensors).backward()
         return [t.grad.numpy() for t in tensors]
 
-    def w1(self, x0):
-        (g,) = self._grads(lambda x: self.torch.sum(chain(self.torch, x)), [x0])
+    def w1(self, x0, links=CHAIN):
+        (g,) = self._grads(lambda x: self.torch.sum(chain(self.torch, x, links)), [x0])
         return g
+
+    def w4(self, x0):
+        return self.w1(x0, LONG_CHAIN)
 
     def w2(self, params, X, onehot):
         X, onehot = self.torch.from_numpy(X), self.torch.from_numpy(onehot)
@@ -293,7 +305,11 @@ class _TorchNames:
 class HandNumpy:
     name = "hand-written NumPy"
     w1, w2, w3 = staticmethod(numpy_w1), staticmethod(numpy_w2), staticmethod(numpy_w3)
-    w4_logsumexp, w4_zscore = staticmethod(numpy_w4_logsumexp), staticmethod(numpy_w4_zscore)
+
+    @staticmethod
+    def w4(x0):
+        return numpy_w1(x0, LONG_CHAIN)
+    i1_logsumexp, i1_zscore = staticmethod(numpy_i1_logsumexp), staticmethod(numpy_i1_zscore)
 
 
 LIBRARIES = [HandNumpy, Arraygrad, HipsAutograd, MyGrad, Torch]
@@ -359,22 +375,36 @@ def measure_memory(library_name):
     print(json.dumps({"growth_mib": (after - before) / 1024}))
 
 
+WORKLOADS = {
+    "W1": "W1  2,000 recorded elementwise ops on 16 float64 values, fwd + bwd",
+    "W2": "W2  MLP step, float32, batch 128, 784-512-512-10, tanh, cross-entropy",
+    "W3": "W3  sum(sin(x)*exp(-x*x) + log1p(x*x)), 2**22 float64 values",
+    "W4": "W4  100,000 recorded elementwise ops on 4 float64 values, fwd + bwd",
+}
+RESULTS_START = "<!-- results: written by `python -m bench --write-results`; do not edit by hand -->"
+RESULTS_END = "<!-- end of results -->"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats: a smoke run")
-    parser.add_argument("--only", default="W1,W2,W3,W4", help="comma-separated workloads")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,I1",
+                        help="comma-separated workloads (W5 is W3's memory; W6: python -m "
+                             "bench.dask_scale)")
+    parser.add_argument("--write-results", action="store_true",
+                        help="rewrite the results table in bench/README.md with this run")
     parser.add_argument("--memory", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory:
         return measure_memory(args.memory)
     data = inputs()
-    workloads = args.only.upper().split(",")
-    if "W4" in workloads:
+    workloads = [w.strip() for w in args.only.upper().split(",")]
+    if "I1" in workloads:
         try:
             scipy_for_variables()  # before any library could import scipy without the flag
         except ImportError as error:
-            print(f"skipped W4: {error} (pip install scipy)")
-            workloads.remove("W4")
+            print(f"skipped I1: {error} (pip install scipy)")
+            workloads.remove("I1")
     libraries = []
     for library in LIBRARIES:
         reason = available(library)
@@ -382,54 +412,64 @@ def main(argv=None):
             print(f"skipped {library.name}: {reason}")
         else:
             libraries.append(library())
-    rounds = ", ".join(f"{w} {max(1, n // (4 if args.quick else 1))}" for w, n in REPEATS.items())
+    scale = 4 if args.quick else 1
+    rounds = ", ".join(f"{w} {max(1, n // scale)}" for w, n in REPEATS.items())
     print(f"threads pinned to 1; best of 3 runs in a row, libraries taking turns for rounds "
           f"({rounds}); numpy {np.__version__}\n")
-    expected = {"W1": numpy_w1(data["w1"]), "W2": numpy_w2(*data["w2"]),
-                "W3": numpy_w3(data["w3"])}
-    for workload in ("W1", "W2", "W3"):
-        if workload not in workloads:
+    results = []  # (workload, what, library, figure, unit, ratio)
+    expected = {"W1": lambda: numpy_w1(data["w1"]), "W2": lambda: numpy_w2(*data["w2"]),
+                "W3": lambda: numpy_w3(data["w3"]),
+                "W4": lambda: numpy_w1(data["w4"], LONG_CHAIN)}
+    for workload in WORKLOADS:
+        if workload not in workloads and not (workload == "W3" and "W5" in workloads):
             continue
         key = workload.lower()
         args_of = data[key] if key == "w2" else (data[key],)
-        print({"W1": "W1  2,000 recorded elementwise ops on 16 float64 values, fwd + bwd",
-               "W2": "W2  MLP step, float32, batch 128, 784-512-512-10, tanh, cross-entropy",
-               "W3": "W3  sum(sin(x)*exp(-x*x) + log1p(x*x)), 2**22 float64 values"}[workload])
+        print(WORKLOADS[workload])
+        chosen = [library for library in libraries if hasattr(library, key)]
+        reference = expected[workload]()
         runs = []
-        for library in libraries:
+        for library in chosen:
             run = getattr(library, key)
-            check(library.name, run(*args_of), expected[workload],
+            check(library.name, run(*args_of), reference,
                   rtol=1e-3 if workload == "W2" else 1e-9)
             runs.append(lambda run=run: run(*args_of))
-        times = best_times(runs, max(1, REPEATS[workload] // (4 if args.quick else 1)))
-        base_growth = None
-        for library, seconds in zip(libraries, times):
+        times = best_times(runs, max(1, REPEATS[workload] // scale))
+        for library, seconds in zip(chosen, times):
             line = f"    {library.name:<20} {seconds * 1e3:9.2f} ms   x{seconds / times[0]:5.2f}"
-            if workload == "W1" and not isinstance(library, HandNumpy):
-                line += f"   {seconds / (4 * CHAIN) * 1e6:6.2f} us/op"
-            if workload == "W3":
-                growth = peak_growth_mib(type(library).__name__)
-                line += f"   peak +{growth:6.1f} MiB"
-                base_growth = growth if isinstance(library, HandNumpy) else base_growth
-                line += f" (x{growth / base_growth:4.2f})"
+            results.append((workload, "time", library.name, seconds * 1e3, "ms",
+                            seconds / times[0]))
+            if workload in ("W1", "W4") and not isinstance(library, HandNumpy):
+                per_op = seconds / (4 * (CHAIN if workload == "W1" else LONG_CHAIN)) * 1e6
+                line += f"   {per_op:6.2f} us/op"
+                results.append((workload, "per op", library.name, per_op, "µs", None))
             print(line)
+        if workload == "W3" and "W5" in workloads:
+            print("W5  peak memory W3 adds, each library in a fresh process")
+            growths = [peak_growth_mib(type(library).__name__) for library in chosen]
+            for library, growth in zip(chosen, growths):
+                print(f"    {library.name:<20} {growth:9.1f} MiB  x{growth / growths[0]:5.2f}")
+                results.append(("W5", "peak", library.name, growth, "MiB", growth / growths[0]))
         print()
-    if "W4" in workloads:
-        run_w4(libraries, data["w4"], max(1, REPEATS["W4"] // (4 if args.quick else 1)))
+    if "I1" in workloads:
+        results += run_i1(libraries, data["i1"], max(1, REPEATS["I1"] // scale))
+    if args.write_results:
+        write_results(results, args.quick)
 
 
-def run_w4(libraries, arrays, repeat):
-    """W4: each part for the libraries that can run SciPy on their arrays (arraygrad), against
+def run_i1(libraries, arrays, repeat):
+    """I1: each part for the libraries that can run SciPy on their arrays (arraygrad), against
     SciPy's forward on NumPy plus the gradient by hand (the base) and all by hand (fused)."""
-    print(f"W4  interop: SciPy on Variables (SCIPY_ARRAY_API=1), {W4_SIZE:,} float64 values, "
+    print(f"I1  interop: SciPy on Variables (SCIPY_ARRAY_API=1), {I1_SIZE:,} float64 values, "
           "fwd + bwd")
     libraries = [ScipyHandGradient()] + [
-        library for library in libraries if hasattr(library, "w4_logsumexp")]
-    for part in W4_PARTS:
-        expected = globals()[f"numpy_w4_{part}"](*arrays)
+        library for library in libraries if hasattr(library, "i1_logsumexp")]
+    results = []
+    for part in I1_PARTS:
+        expected = globals()[f"numpy_i1_{part}"](*arrays)
         runs = []
         for library in libraries:
-            run = getattr(library, f"w4_{part}")
+            run = getattr(library, f"i1_{part}")
             check(library.name, run(*arrays), expected, rtol=1e-9)
             runs.append(lambda run=run: run(*arrays))
         times = best_times(runs, repeat)
@@ -438,7 +478,50 @@ def run_w4(libraries, arrays, repeat):
         for library, seconds in zip(libraries, times):
             print(f"        {library.name:<20} {seconds * 1e3:9.2f} ms   "
                   f"x{seconds / times[0]:5.2f}")
+            results.append(("I1", part, library.name, seconds * 1e3, "ms", seconds / times[0]))
     print()
+    return results
+
+
+def machine():
+    """The machine and versions a results table was measured with."""
+    import platform
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor()) if os.path.exists(
+        "/proc/cpuinfo") else platform.processor()
+    versions = [f"Python {platform.python_version()}", f"NumPy {np.__version__}"]
+    for module, name in (("arraygrad", "arraygrad"), ("torch", "PyTorch"),
+                         ("autograd", "HIPS autograd"), ("mygrad", "MyGrad"), ("scipy", "SciPy")):
+        try:
+            versions.append(f"{name} {importlib.metadata.version(module)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; " + \
+        ", ".join(versions)
+
+
+def write_results(results, quick):
+    """Rewrite the table between the markers of bench/README.md with this run's figures."""
+    lines = [RESULTS_START, "",
+             f"Measured {time.strftime('%Y-%m-%d')} with `python -m bench --write-results`"
+             f"{' --quick (a smoke run)' if quick else ''} on {machine()}. Threads pinned to 1; "
+             "best times; ratios to the first line of each workload.", "",
+             "| workload | measure | library | figure | ratio |", "|---|---|---|---|---|"]
+    for workload, what, library, figure, unit, ratio in results:
+        ratio_text = "" if ratio is None else f"x{ratio:.2f}"
+        lines.append(f"| {workload} | {what} | {library} | {figure:,.2f} {unit} | {ratio_text} |")
+    lines += ["", RESULTS_END]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md")
+    text = open(path).read()
+    if RESULTS_START in text:
+        before, rest = text.split(RESULTS_START, 1)
+        text = before + "\n".join(lines) + rest.split(RESULTS_END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## Results\n\n" + "\n".join(lines) + "\n"
+    with open(path, "w") as readme:
+        readme.write(text)
+    print(f"wrote the results table in {path}")
 
 
 if __name__ == "__main__":
