@@ -10,6 +10,9 @@ transforms nest (``hessian`` is ``jacfwd(jacrev(f))``, as in JAX and ``torch.fun
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+import weakref
 
 from . import _pytree, autograd
 from ._forward import push_tangents
@@ -37,26 +40,42 @@ class _Wrt:
     """One differentiated argument: its leaves as leaf Variables, which were given raw, and its
     structure."""
 
-    __slots__ = ("leaves", "raw", "structure")
+    __slots__ = ("leaves", "raw", "structure", "since")
 
-    def __init__(self, leaves, raw, structure):
+    def __init__(self, leaves, raw, structure, since):
         self.leaves, self.raw, self.structure = leaves, raw, structure
+        self.since = since  # the serial number before its leaves (see _MADE)
 
     def tree(self, values):
         """The argument's structure holding ``values`` (one per leaf; raw where given raw)."""
         return _pytree.unflatten(self.structure, [_out(v, r) for v, r in zip(values, self.raw)])
 
 
+_MADE: dict = {}
+"""The leaves transforms made themselves (by id), each with its serial number. A transform running
+inside ``f`` (an inner one, done when ``f`` returns) made its leaves after the current one made
+its own: a graph reaching them is no outer graph to keep. One made before belongs to an outer
+transform, still running."""
+_serials = itertools.count()
+
+
+def _internal_leaf(value):
+    leaf = Variable(value, requires_grad=True)
+    _MADE[id(leaf)] = next(_serials)
+    weakref.finalize(leaf, _MADE.pop, id(leaf), None)  # ids are reused once it is gone
+    return leaf
+
+
 def _leaf(value, path, transform):
     """A leaf Variable requiring grad for the value at ``path``."""
     if isinstance(value, Variable):
-        return value if value.requires_grad else Variable(value.data, requires_grad=True)
+        return value if value.requires_grad else _internal_leaf(value.data)
     if isinstance(value, (bool, int)) or type(value).__name__ in ("str", "bytes"):
         raise TypeError(f"{transform}(): {path} is a Python {type(value).__name__}, which cannot "
                         "be differentiated: pass it in an argument outside argnums (or in a "
                         "closure) to keep it constant, or as a floating-point array")
     try:
-        return Variable(value, requires_grad=True)
+        return _internal_leaf(value)
     except Exception as exc:  # say where in the arguments the value is
         try:
             renamed = type(exc)(f"{transform}(): {path}: {exc}")
@@ -69,14 +88,15 @@ def _prepare(args, argnums, transform):
     """The arguments to call ``f`` with (the differentiated ones' leaves as leaf Variables),
     the positions, and one ``_Wrt`` per position."""
     positions = _positions(argnums, len(args), transform)
-    call, done = list(args), {}
+    call, done, since = list(args), {}, next(_serials)
     for i in positions:
         if i not in done:  # argnums=(0, 0) names one argument twice: one set of leaves
             leaves, structure = _pytree.flatten(args[i])
             names = _pytree.paths(structure, f"args[{i}]")
             variables = [_leaf(v, p, transform) for v, p in zip(leaves, names)]
             call[i] = _pytree.unflatten(structure, variables)
-            done[i] = _Wrt(variables, [not isinstance(v, Variable) for v in leaves], structure)
+            done[i] = _Wrt(variables, [not isinstance(v, Variable) for v in leaves], structure,
+                           since)
     return call, positions, [done[i] for i in positions]
 
 
@@ -99,6 +119,36 @@ def _nested(*trees):
 
 def _all_raw(wrts):
     return all(r for w in wrts for r in w.raw)
+
+
+def _closes_over_graph(outs, wrts):
+    """Whether the outputs depend on a leaf that requires grad other than the transform's own
+    inputs: a Variable ``f`` closes over, or an outer transform's input (JAX's nested
+    ``grad(lambda w: grad(lambda x: f(x, w))(x0))``). Then the results are recorded and kept
+    as Variables, connected to it, instead of raw arrays that would silently drop that graph."""
+    own = {id(v) for w in wrts for v in w.leaves}
+    since = wrts[0].since if wrts else math.inf
+    stack = [o.grad_fn for o in outs if isinstance(o, Variable) and o.grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)  # an AccumulateGrad: a leaf
+        if variable is not None:
+            if id(variable) not in own and _MADE.get(id(variable), -1) < since:
+                return True
+            continue
+        stack.extend(edge[0] for edge in node.edges if edge is not None)
+    return False
+
+
+def _connect(wrts):
+    """Results stay Variables (connected to an outer graph), even for arguments given raw."""
+    for w in wrts:
+        w.raw = [False] * len(w.leaves)
+    return True
 
 
 def _describe(value):
@@ -161,6 +211,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
                 f"grad() needs f to return a single-element Variable, got "
                 f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
                 "for other outputs")
+        if not create_graph and _closes_over_graph([value], wrts):
+            create_graph = _connect(wrts)
         grads = _gradients(value, wrts, create_graph)
         gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
         raw = _all_raw(wrts)
@@ -205,6 +257,8 @@ def vjp(f, *primals, has_aux=False):
     out, aux = _split_aux(f(*call), has_aux, "vjp")
     outs, structure = _outputs(out, "vjp")
     inputs = [v for w in wrts for v in w.leaves]
+    if not create_graph and _closes_over_graph(outs, wrts):
+        create_graph = _connect(wrts)
 
     def vjp_fn(cotangent):
         if isinstance(out, (tuple, list)) and not (
@@ -308,6 +362,8 @@ def jvp(f, primals, tangents, has_aux=False):
     connected, call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp")
     out, aux = _split_aux(f(*call), has_aux, "jvp")
     outs, structure = _outputs(out, "jvp")
+    if not connected and _closes_over_graph(outs, wrts):
+        connected = _connect(wrts)
     pushed = _push(outs, inputs, given, connected)
     raw = _all_raw(wrts)
     values = _pytree.unflatten(structure, [_out(o if connected else o.detach(), raw)
@@ -328,6 +384,8 @@ def hvp(f, primals, tangents):
     if not isinstance(value, Variable) or value.size != 1:
         raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
                             f"{getattr(value, 'shape', type(value).__name__)}")
+    if not connected and _closes_over_graph([value], wrts):
+        connected = _connect(wrts)
     grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
         value.requires_grad and inputs) else [None] * len(inputs)
     grads = [g if g is not None else _zeros(x.detach()) for g, x in zip(grads, inputs)]
@@ -360,6 +418,8 @@ def _jacobian(f, argnums, has_aux, mode, transform):
         out, aux = _split_aux(f(*call, **kwargs), has_aux, transform)
         outs, structure = _outputs(out, transform)
         inputs = [v for w in wrts for v in w.leaves]
+        if not nested and _closes_over_graph(outs, wrts):
+            nested = _connect(wrts)
         # Forward mode gives results that no outer graph sees: nested, go reverse (same values).
         blocks = (_forward_blocks if mode == "fwd" and not nested else _reverse_blocks)(
             outs, inputs, nested)

@@ -156,3 +156,46 @@ def test_jvp_under_an_outer_transform_gives_the_same_tangent(backend, name, rng)
     assert isinstance(connected, ag.Variable) and out.requires_grad
     np.testing.assert_allclose(backend.host(connected), backend.host(plain), rtol=1e-12,
                                atol=1e-13)
+
+
+XP = ag.namespace("numpy")
+
+
+# ------------------------------------------- closures: an outer graph is kept, never dropped
+_X0 = np.array([1.0, 2.0, 3.0])
+_INNER = {  # inner transform of x, closing over w; d/dw of the sum of its result, by hand
+    "grad": (lambda w: ag.grad(lambda x: XP.sum(x * x * w))(_X0), np.sum(2 * _X0)),
+    "vjp": (lambda w: ag.vjp(lambda x: x * x * w, _X0)[1](np.ones(3))[0], np.sum(2 * _X0)),
+    "jvp": (lambda w: ag.jvp(lambda x: x * x * w, (_X0,), (np.ones(3),))[1], np.sum(2 * _X0)),
+    "jacrev": (lambda w: ag.jacrev(lambda x: x * x * w)(_X0), np.sum(2 * _X0)),
+    "jacfwd": (lambda w: ag.jacfwd(lambda x: x * x * w)(_X0), np.sum(2 * _X0)),
+    "hessian": (lambda w: ag.hessian(lambda x: XP.sum(x ** 3 * w))(_X0), np.sum(6 * _X0)),
+    "hvp": (lambda w: ag.hvp(lambda x: XP.sum(x ** 3 * w), (_X0,), (np.ones(3),))[1][0],
+            np.sum(6 * _X0)),
+}
+
+
+@pytest.mark.parametrize("inner", sorted(_INNER))
+def test_a_transform_inside_another_keeps_the_graph_of_what_it_closes_over(inner):
+    """JAX's grad(lambda w: grad(lambda x: f(x, w))(x0)): the inner result depends on w through
+    the closure; dropping that graph would give 0 silently."""
+    f, expected = _INNER[inner]
+    outer = ag.grad(lambda w: XP.sum(f(w)))(np.array(0.5))
+    assert not isinstance(outer, ag.Variable)  # raw in, raw out: inner leaves are not outer
+    np.testing.assert_allclose(outer, expected, rtol=1e-12)
+    h = 1e-6  # and central differences of the inner transform itself
+    numeric = (np.sum(np.asarray(_raw(f(np.array(0.5 + h))))) -
+               np.sum(np.asarray(_raw(f(np.array(0.5 - h)))))) / (2 * h)
+    np.testing.assert_allclose(outer, numeric, rtol=1e-6)
+
+
+def _raw(value):
+    return value.data if isinstance(value, ag.Variable) else value
+
+
+def test_a_closure_over_a_variable_that_requires_grad_returns_a_connected_variable():
+    w = ag.Variable(np.array(0.5), requires_grad=True)
+    g = ag.grad(lambda x: XP.sum(x * x * w))(_X0)
+    assert isinstance(g, ag.Variable) and g.requires_grad
+    XP.sum(g).backward()
+    np.testing.assert_allclose(w.grad.data, np.sum(2 * _X0))
