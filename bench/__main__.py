@@ -501,22 +501,23 @@ def machine():
         ", ".join(versions)
 
 
-def write_results(results, quick):
+def write_results(results, quick, command="python -m bench", start=RESULTS_START,
+                  end=RESULTS_END, how="Threads pinned to 1; best times"):
     """Rewrite the table between the markers of bench/README.md with this run's figures."""
-    lines = [RESULTS_START, "",
-             f"Measured {time.strftime('%Y-%m-%d')} with `python -m bench --write-results`"
-             f"{' --quick (a smoke run)' if quick else ''} on {machine()}. Threads pinned to 1; "
-             "best times; ratios to the first line of each workload.", "",
+    lines = [start, "",
+             f"Measured {time.strftime('%Y-%m-%d')} with `{command} --write-results`"
+             f"{' --quick (a smoke run)' if quick else ''} on {machine()}. {how}; "
+             "ratios to the first line of each workload.", "",
              "| workload | measure | library | figure | ratio |", "|---|---|---|---|---|"]
     for workload, what, library, figure, unit, ratio in results:
         ratio_text = "" if ratio is None else f"x{ratio:.2f}"
         lines.append(f"| {workload} | {what} | {library} | {figure:,.2f} {unit} | {ratio_text} |")
-    lines += ["", RESULTS_END]
+    lines += ["", end]
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md")
     text = open(path).read()
-    if RESULTS_START in text:
-        before, rest = text.split(RESULTS_START, 1)
-        text = before + "\n".join(lines) + rest.split(RESULTS_END, 1)[1]
+    if start in text:
+        before, rest = text.split(start, 1)
+        text = before + "\n".join(lines) + rest.split(end, 1)[1]
     else:
         text = text.rstrip() + "\n\n## Results\n\n" + "\n".join(lines) + "\n"
     with open(path, "w") as readme:

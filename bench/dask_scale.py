@@ -36,6 +36,8 @@ from collections import Counter  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+W6_START = "<!-- W6 results: written by `python -m bench.dask_scale --write-results` -->"
+W6_END = "<!-- end of W6 results -->"
 FEATURES = 50
 ROWS = 4_000_000
 QUICK_ROWS = 400_000
@@ -148,6 +150,8 @@ def main(argv=None):
     parser.add_argument("--no-scaling", action="store_true", help="skip the weak scaling")
     parser.add_argument("--scales", default="1,2,4", help="weak scaling factors (default 1,2,4)")
     parser.add_argument("--layers", action="store_true", help="print tasks per kind")
+    parser.add_argument("--write-results", action="store_true",
+                        help="rewrite the W6 results table in bench/README.md with this run")
     args = parser.parse_args(argv)
     rows = args.rows or (QUICK_ROWS if args.quick else ROWS)
     repeats = args.repeats or (3 if args.quick else 7)
@@ -178,7 +182,13 @@ def main(argv=None):
                  "fwd": "forward only (loss)"}
         print(f"{'variant':<22}{'wall time, median (min-max)':>30}{'of which build':>16}"
               f"{'tasks built':>13}{'optimized':>11}")
+        results = []
         for name in ("hand", "arraygrad", "fwd"):
+            median = statistics.median(totals[name])
+            results += [("W6", "time", names[name], median * 1e3, "ms",
+                         median / statistics.median(totals["hand"])),
+                        ("W6", "tasks optimized", names[name], sizes[name][1], "",
+                         sizes[name][1] / sizes["hand"][1])]
             print(f"{names[name]:<22}{fmt(totals[name]):>30}"
                   f"{statistics.median(builds[name]) * 1e3:>13.1f} ms"
                   f"{sizes[name][0]:>13}{sizes[name][1]:>11}")
@@ -208,7 +218,7 @@ def main(argv=None):
                       f"{layers['arraygrad'].get(kind, 0):>8}")
 
         if args.no_scaling:
-            return
+            return _write(args, results, rows)
         factors = [int(f) for f in args.scales.split(",")]
         scaling_repeats = max(3, repeats // 2)
         print(f"\nWeak scaling (same chunk size {step:,} rows, chunks growing with rows; median "
@@ -226,6 +236,20 @@ def main(argv=None):
                   f"{fmt(totals['arraygrad']):>30}{grad / hand:>8.3f}"
                   f"{factor * base['hand'] / hand:>11.2f}{factor * base['arraygrad'] / grad:>9.2f}",
                   flush=True)
+            for name, value in (("by hand (dask.array)", hand), ("arraygrad (dask)", grad)):
+                results.append((f"W6 x{factor}", f"time, {rows * factor:,} rows", name,
+                                value * 1e3, "ms", value / hand))
+        _write(args, results, rows)
+
+
+def _write(args, results, rows):
+    """With --write-results: W6's table in bench/README.md, beside the other workloads'."""
+    if args.write_results:
+        from bench.__main__ import write_results
+
+        write_results(results, args.quick, command="python -m bench.dask_scale",
+                      start=W6_START, end=W6_END,
+                      how=f"{rows:,} rows in 2 worker processes; median times")
 
 
 if __name__ == "__main__":
