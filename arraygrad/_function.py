@@ -555,7 +555,24 @@ def _call(custom, args):
         _active.functions.discard(id(custom))
 
 
-class custom_vjp:
+class _Custom:
+    """What ``custom_vjp`` and ``custom_jvp`` share: the wrapped function, and a call that runs
+    the rule's Function once its ``def...`` has been given."""
+
+    _missing = ""  # the error when called before the rule is defined
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._op = None
+
+    def __call__(self, *args):
+        if self._op is None:
+            raise TypeError(self._missing.format(name=_name_of(self.fun)))
+        return _call(self, args)
+
+
+class custom_vjp(_Custom):
     """JAX's ``custom_vjp``: decorate ``f``, then ``f.defvjp(fwd, bwd)`` with ``fwd(*args) ->
     (out, residuals)`` and ``bwd(residuals, g) -> (one gradient per argument)``.
 
@@ -564,11 +581,12 @@ class custom_vjp:
     is refused, as in JAX.
     """
 
+    _missing = ("no VJP defined for custom_vjp function {name}: call its defvjp(fwd, bwd) "
+                "first")
+
     def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
+        super().__init__(fun)
         self.fwd = self.bwd = None
-        self._op = None
 
     def defvjp(self, fwd, bwd):
         """Define the function's VJP by ``fwd`` and ``bwd`` (see the class)."""
@@ -577,12 +595,6 @@ class custom_vjp:
                             "takes two functions")
         self.fwd, self.bwd = fwd, bwd
         self._op = _vjp_function(self)
-
-    def __call__(self, *args):
-        if self._op is None:
-            raise TypeError(f"no VJP defined for custom_vjp function {_name_of(self.fun)}: "
-                            "call its defvjp(fwd, bwd) first")
-        return _call(self, args)
 
 
 def _vjp_function(custom):
@@ -624,7 +636,7 @@ def _vjp_function(custom):
         "_signature_of": staticmethod(lambda: fun)})
 
 
-class custom_jvp:
+class custom_jvp(_Custom):
     """JAX's ``custom_jvp``: decorate ``f``, then ``f.defjvp(rule)`` with ``rule(primals,
     tangents) -> (primal_out, tangent_out)``, ``tangent_out`` linear in ``tangents``.
 
@@ -633,11 +645,11 @@ class custom_jvp:
     modes; the rule must therefore use differentiable operations on the tangents it receives.
     """
 
+    _missing = "no JVP defined for custom_jvp function {name}: call its defjvp(rule) first"
+
     def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
+        super().__init__(fun)
         self.rule = None
-        self._op = None
 
     def defjvp(self, rule):
         """Define the function's JVP by ``rule``; returns it, so it also works as a decorator
@@ -648,12 +660,6 @@ class custom_jvp:
         self.rule = rule
         self._op = _jvp_function(self)
         return rule
-
-    def __call__(self, *args):
-        if self._op is None:
-            raise TypeError(f"no JVP defined for custom_jvp function {_name_of(self.fun)}: "
-                            "call its defjvp(rule) first")
-        return _call(self, args)
 
 
 def _jvp_function(custom):
