@@ -20,7 +20,7 @@ import weakref
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import is_complex, is_complex_dtype
-from .rules.reuse import _scratch, large, private
+from .rules.reuse import IndexedGrad, _scratch, dense, large, private
 
 _FREED = object()
 
@@ -137,26 +137,31 @@ class Node:
             xp = self.backend.raw
         if self.n_outputs == 1:
             g = grads[0]
+            if g.__class__ is IndexedGrad:
+                g = g.dense()
         else:
             device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
-            g = tuple(self._zeros(xp, i, device) if grad is None else grad
+            g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
                       for i, grad in enumerate(grads))
         edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
         owned = not create_graph and self.n_outputs == 1 and large(g) and private(g, 4)
-        results = run_vjps(rule, xp, g, saved, self.params, edges, owned)
-        if saved and not retain_graph:
+        spent = bool(saved) and not retain_graph
+        if spent:  # released first: the last VJP may then overwrite what only it still holds
             self.saved = _FREED
+        results = run_vjps(rule, xp, g, saved, self.params, edges, owned,
+                           spent and not create_graph)
         meta = self.meta
         plain = self.backend._plain_types
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
                 if grad.__class__ not in plain:  # numpy.float64 from 0-d arithmetic, say
-                    grad = results[i] = self.backend.coerce(grad)
+                    if grad.__class__ is not IndexedGrad:  # (kept sparse, when it fits)
+                        grad = results[i] = self.backend.coerce(grad)
                 shape, dtype = meta[i]
                 if grad.shape != shape or grad.dtype != dtype:
-                    results[i] = fit(xp, grad, shape, dtype, rule.display, i)
+                    results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i)
         return results
 
     def _cannot_run(self):
@@ -198,18 +203,20 @@ class Node:
         return values
 
 
-def run_vjps(rule, xp, g, saved, params, edges, owned=False):
+def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False):
     """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others.
 
     ``owned``: ``g`` is the engine's own temporary, which the last per-argument VJP to read it
     may overwrite (``rules.times``) unless an earlier one returned it or a view of it.
+    ``spent``: ``saved`` is no longer the node's, so the last VJP may overwrite those of its
+    saved arrays that nothing else refers to.
     """
     if rule.joint is not None:  # it reads g for several results: never let it overwrite g
         return list(rule.joint(xp, g, *rule.pickers[0](saved),
                                **(_options(params, rule.keywords[0]) if params else {})))
     vjps = rule.vjps
     results = []
-    if owned:  # only the last VJP called may overwrite g
+    if owned or spent:  # only the last VJP called may overwrite g or saved arrays
         last = len(edges) - 1
         while last >= 0 and (edges[last] is None or vjps[last] is None):
             last -= 1
@@ -221,18 +228,39 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False):
             continue
         args = pick(saved)
         options = _options(params, keywords) if params else _NO_OPTIONS
-        if i == last and not _returned(results, g):
-            _scratch.grad = g
+        if i == last:
+            _scratch.grad = g if owned and not _returned(results, g) else None
+            _scratch.saved = _unheld(args, saved) if spent else ()
             try:
                 results.append(vjp(xp, g, *args, **options))
             finally:
-                _scratch.grad = None
+                _scratch.grad, _scratch.saved = None, ()
         else:
             results.append(vjp(xp, g, *args, **options))
     return results
 
 
 _NO_OPTIONS: dict = {}
+
+
+def _unheld(args, saved) -> tuple:
+    """The large arrays among ``args`` (picked from a node's released ``saved``) that nothing
+    but these two tuples refers to: its last VJP may overwrite them."""
+    found = ()
+    for value in args:
+        if large(value):
+            # References: the occurrences in saved and in args (one tuple if they are the same),
+            # this loop's name, private's argument and getrefcount's.
+            held = _occurrences(saved, value)
+            if args is not saved:
+                held += _occurrences(args, value)
+            if private(value, held + 3):
+                found += (value,)
+    return found
+
+
+def _occurrences(values, value) -> int:
+    return sum(1 for v in values if v is value)
 
 
 def _returned(results, g) -> bool:
@@ -281,7 +309,7 @@ class AccumulateGrad:
 
     def apply(self, grads, create_graph, retain_graph):
         variable = self.variable
-        grad = grads[0]
+        grad = dense(grads[0])
         backend = variable._backend
         make = variable._make
         with self.lock:  # backward passes in other threads may reach this leaf too
@@ -428,7 +456,7 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                         _anomaly.annotate(error, node)
                     raise
                 if anomaly and results:
-                    _anomaly.check(node, [r.data if isinstance(r, Variable) else r
+                    _anomaly.check(node, [r.data if isinstance(r, Variable) else dense(r)
                                           for r in results])
                 grads = None  # a VJP may return its g: the buffer must not count as a holder
             for i, edge in enumerate(edges):
@@ -479,7 +507,7 @@ def _captured(capture, node, grads) -> bool:
     """Store the gradients arriving at captured edges; True at a leaf (whose .grad stays)."""
     for output_nr, grad in enumerate(grads):
         if (node, output_nr) in capture:
-            capture[(node, output_nr)] = grad
+            capture[(node, output_nr)] = dense(grad)
     return node.__class__ is AccumulateGrad
 
 
@@ -490,6 +518,8 @@ def _accumulate(buffers, node, output_nr, grad):
     old = buffer[output_nr]
     if old is None:
         buffer[output_nr] = grad
+    elif IndexedGrad in (old.__class__, grad.__class__):
+        buffer[output_nr] = _add_indexed(old, grad)
     elif old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
         # Either one, if it is the engine's own temporary, takes the sum in place. References:
         # the buffer (old) or the caller's results list and name (grad), this name, the
@@ -505,6 +535,24 @@ def _accumulate(buffers, node, output_nr, grad):
         buffer[output_nr] = old + grad
 
 
+def _add_indexed(old, grad):
+    """The sum of two gradients, one or both a :class:`IndexedGrad`: added into the dense one in
+    place if the engine alone holds it, else into a copy."""
+    # References to the dense one, besides this function's argument and name, private's argument
+    # and getrefcount's: old's, the buffer and _accumulate's argument; grad's, the backward
+    # loop's results list and name and _accumulate's argument.
+    if old.__class__ is IndexedGrad:
+        indexed, other, references = old, grad, 7
+    else:
+        indexed, other, references = grad, old, 6
+    if other.__class__ is IndexedGrad or other.shape != indexed.shape \
+            or other.dtype != indexed.dtype:
+        return dense(other) + indexed.dense()
+    if not private(other, references):
+        other = indexed.xp.asarray(other, copy=True)
+    return indexed.add_into(other)
+
+
 def _node_hooks(node, grads, create_graph):
     """Run a non-leaf's hooks on its gradient, then store it in ``.grad`` if retained."""
     lock = getattr(node, "lock", None)
@@ -514,7 +562,7 @@ def _node_hooks(node, grads, create_graph):
             if lock is None:
                 lock = node.lock = threading.RLock()
     with lock:  # backward passes in other threads may share this node
-        return _run_node_hooks(node, list(grads), create_graph)
+        return _run_node_hooks(node, [dense(grad) for grad in grads], create_graph)
 
 
 def _run_node_hooks(node, grads, create_graph):

@@ -42,6 +42,8 @@ FUNCTIONS = {
     "mean_not_sum": lambda x, w: xp.exp(x) * xp.mean(x),
     "reciprocal_derivatives": lambda x, w: (xp.atan(x) + xp.asinh(x) + xp.log2(x + 1.0)
                                             + xp.acos(x * 0.5) + xp.atanh(x * 0.5)),
+    "whole_array_extrema": lambda x, w: xp.sin(x) * xp.max(x * w) - xp.min(x) + xp.max(x),
+    "spent_saved_output": lambda x, w: xp.sum(xp.exp(x * w)) * 3.0 + x,
 }
 
 
@@ -236,3 +238,130 @@ def test_assignment_writes_in_place_only_into_an_array_nobody_else_sees():
     xp.sum(e + y).backward()
     np.testing.assert_allclose(x.grad.data, np.exp(np.arange(5.0)) * [0, 1, 1, 1, 1]
                                + [0, 0, 0, 3, 3])
+
+
+@exact_refcounts
+def test_a_saved_array_only_its_node_holds_is_overwritten_by_its_last_vjp(rng):
+    """exp's VJP gets a broadcast 3 (not one it may overwrite), so it multiplies into exp's own
+    saved output, which the released node alone held: backward adds no array of x's size."""
+    x = rng.standard_normal(1 << 20)
+    variable = ag.Variable(x, requires_grad=True)
+    loss = xp.sum(xp.exp(-variable)) * 3.0
+    tracemalloc.start()
+    try:
+        loss.backward()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
+    np.testing.assert_allclose(variable.grad.data, -3.0 * np.exp(-x), rtol=1e-15)
+
+
+@pytest.mark.parametrize("holder", ["variable", "view", "array", "other_node", "retain_graph"])
+def test_a_saved_array_someone_else_holds_is_never_overwritten(rng, holder):
+    x = rng.standard_normal(LARGE)
+    variable = ag.Variable(x, requires_grad=True)
+    e = xp.exp(-variable)
+    before = e.data.copy()
+    kept = {"variable": e, "view": e[10:], "array": e.data, "other_node": xp.sin(e),
+            "retain_graph": None}[holder]
+    loss = xp.sum(e) * 3.0 + (xp.sum(kept) if holder == "other_node" else 0.0)
+    del e
+    loss.backward(retain_graph=holder == "retain_graph")
+    seen = kept.data if holder in ("variable", "view") else kept
+    if holder == "view":
+        np.testing.assert_array_equal(seen, before[10:])
+    elif holder in ("variable", "array"):
+        np.testing.assert_array_equal(seen, before)
+    expected = -3.0 * before - (np.cos(before) * before if holder == "other_node" else 0.0)
+    np.testing.assert_allclose(variable.grad.data, expected, rtol=1e-13)
+    if holder == "retain_graph":  # the saved output is intact for a second pass
+        loss.backward()
+        np.testing.assert_allclose(variable.grad.data, 2 * expected, rtol=1e-13)
+
+
+def _max_grad(x):
+    """d max(x) / dx: 1 / k on each of the k tied maxima."""
+    mask = x == x.max()
+    return mask / mask.sum()
+
+
+@pytest.mark.parametrize("order", ["max_first", "max_last"])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_a_whole_array_maximum_adds_its_gradient_into_the_others(rng, order, layout):
+    """max's gradient stays sparse and is added at the maxima into x's other gradient, in
+    place or into a copy, whichever order the two arrive in, whatever x's memory layout; ties
+    share it."""
+    x = np.asarray(rng.standard_normal((64, 48)), order=layout)
+    x[3, 5] = x[40, 2] = x.max() + 1.0  # a tie
+    variable = ag.Variable(x, requires_grad=True)
+    dense = xp.sum(variable * variable) + xp.sum(xp.exp(variable))
+    loss = (xp.max(variable) + dense) if order == "max_first" else (dense + xp.max(variable))
+    loss.backward()
+    np.testing.assert_allclose(variable.grad.data, 2 * x + np.exp(x) + _max_grad(x),
+                               rtol=1e-14)
+    assert variable.grad.data[3, 5] == variable.grad.data[3, 5]  # not NaN
+    assert variable.grad.data.shape == x.shape
+
+
+def test_a_whole_array_extremum_alone_reaches_every_reader_as_an_array(rng):
+    """A leaf, a hook, a retained gradient, autograd.grad and a second backward all see max's
+    gradient as an ordinary array, zero off the maxima."""
+    x = rng.standard_normal(LARGE)
+    variable = ag.Variable(x, requires_grad=True)
+    doubled = variable * 2.0
+    doubled.retain_grad()
+    seen = []
+    doubled.register_hook(lambda g: seen.append(g.data.copy()))
+    loss = xp.max(doubled) - xp.min(doubled)
+    loss.backward(retain_graph=True)
+    expected = _max_grad(x) - _max_grad(-x)
+    np.testing.assert_array_equal(doubled.grad.data, expected)
+    np.testing.assert_array_equal(seen[0], expected)
+    np.testing.assert_array_equal(variable.grad.data, 2 * expected)
+    (captured,) = ag.autograd.grad(loss, [doubled])
+    assert isinstance(captured.data, np.ndarray)
+    np.testing.assert_array_equal(captured.data, expected)
+    leaf = ag.Variable(x, requires_grad=True)
+    xp.max(leaf).backward()
+    assert isinstance(leaf.grad.data, np.ndarray)
+    np.testing.assert_array_equal(leaf.grad.data, _max_grad(x))
+
+
+def test_a_whole_array_maximum_of_another_dtype_is_cast_to_its_input(rng):
+    x = rng.standard_normal(LARGE).astype(np.float32)
+    variable = ag.Variable(x, requires_grad=True)
+    (xp.max(variable) * 2.0 + xp.sum(variable)).backward()
+    assert variable.grad.dtype == xp.float32
+    np.testing.assert_allclose(variable.grad.data, 1.0 + 2.0 * _max_grad(x), rtol=1e-6)
+
+
+def test_a_nan_maximum_gives_nan_everywhere_as_torch(rng):
+    x = rng.standard_normal(100)
+    x[7] = np.nan
+    variable = ag.Variable(x, requires_grad=True)
+    (xp.max(variable) + xp.sum(variable)).backward()
+    assert np.isnan(variable.grad.data).all()
+
+
+def test_second_order_through_a_whole_array_maximum(rng):
+    x = rng.standard_normal(200)
+    variable = ag.Variable(x, requires_grad=True)
+    (first,) = ag.autograd.grad(xp.max(variable) ** 2 + xp.sum(variable), [variable],
+                                create_graph=True)
+    np.testing.assert_allclose(first.data, 1.0 + 2 * x.max() * _max_grad(x))
+    xp.sum(first).backward()
+    np.testing.assert_allclose(variable.grad.data, 2 * _max_grad(x))
+
+
+@pytest.mark.parametrize("order", ["max_first", "max_last"])
+def test_a_users_array_that_became_a_gradient_takes_no_extremum_in_place(rng, order):
+    """d sum(x * w) / dx is w itself: max's share goes into a copy, never into w."""
+    w = rng.standard_normal(LARGE)
+    before = w.copy()
+    x = rng.standard_normal(LARGE)
+    variable = ag.Variable(x, requires_grad=True)
+    terms = [xp.max(variable), xp.sum(variable * w)]
+    (terms[0] + terms[1] if order == "max_first" else terms[1] + terms[0]).backward()
+    np.testing.assert_array_equal(w, before)
+    np.testing.assert_array_equal(variable.grad.data, before + _max_grad(x))

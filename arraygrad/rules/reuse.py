@@ -50,10 +50,11 @@ class _Scratch:
     for all threads: it names an array only its own backward can reach, so another thread's
     VJP never holds it, and a race only loses a reuse."""
 
-    __slots__ = ("grad",)
+    __slots__ = ("grad", "saved")
 
     def __init__(self):
         self.grad = None
+        self.saved = ()  # the saved arrays that the running VJP may overwrite
 
 
 _scratch = _Scratch()
@@ -97,10 +98,19 @@ def times(g, d):
           and d.shape == g.shape):
         if _broadcast_one(g):
             return d
-        if private(d, 3):  # d's references: this argument, private's, getrefcount's
+        # d's references: this argument, private's, getrefcount's; or d is a saved array that
+        # only the running VJP still holds.
+        if private(d, 3) or _spent(d):
             d *= g
             return d
     return g * d
+
+
+def _spent(d) -> bool:
+    for value in _scratch.saved:
+        if value is d:
+            return True
+    return False
 
 
 def scaled(d, s):
@@ -124,3 +134,32 @@ def reciprocal(d):
         d **= -1
         return d
     return 1 / d
+
+
+class IndexedGrad:
+    """A gradient that is zero but for one ``value`` at ``indices`` (a tuple of index arrays, as
+    ``nonzero`` gives; a whole-array ``max``'s): the engine adds it into another gradient in place
+    (``full[indices] += value``)
+    instead of materialising a full array of zeros and adding that. Rules return it only for
+    arrays of backends with ``reuse_unshared``; whatever reads a gradient (a rule, a hook, a
+    leaf's ``.grad``) gets :meth:`dense`."""
+
+    __slots__ = ("xp", "shape", "indices", "value", "dtype")
+
+    def __init__(self, xp, shape, indices, value):
+        self.xp, self.shape, self.indices, self.value = xp, shape, indices, value
+        self.dtype = value.dtype
+
+    def dense(self):
+        full = self.xp.zeros(self.shape, dtype=self.dtype)
+        return self.add_into(full)
+
+    def add_into(self, full):
+        """``full + self`` in ``full``'s memory (the caller owns it, NumPy-like)."""
+        full[self.indices] += self.value
+        return full
+
+
+def dense(grad):
+    """``grad`` as an array (an :class:`IndexedGrad` materialised)."""
+    return grad.dense() if grad.__class__ is IndexedGrad else grad

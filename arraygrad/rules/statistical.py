@@ -10,8 +10,8 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 import math
 
 from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
-                    normalize_axis, set_index)
-from .reuse import reusable
+                    normalize_axis)
+from .reuse import IndexedGrad, reusable
 
 
 def _count(shape, axis):
@@ -90,14 +90,17 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
     if not x.ndim:
         return g
     mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
+    if g.size == 1 and x.size > 1 and reusable(x) and host_reads(x):
+        # One slice of a NumPy-like array (reuse_unshared): the gradient is sparse, so the
+        # engine adds the share at the extrema into the other gradients of x, instead of a
+        # full where() pass and a full addition. A NaN or inf share takes where(), for its
+        # NaNs everywhere.
+        where = xp.nonzero(mask)
+        if where[0].shape[0]:
+            share = xp.reshape(g, ()) / where[0].shape[0]
+            if bool(xp.isfinite(share)):
+                return IndexedGrad(xp, x.shape, where, share)
     share = expand_reduced(xp, g, axis, x.ndim, keepdims) / _count_true(xp, mask, axis, g.dtype)
-    if (share.size == 1 and x.size > 1 and reusable(x) and host_reads(x)
-            and bool(xp.all(xp.isfinite(share)))):
-        # One slice of a NumPy-like array (reuse_unshared): the gradient is sparse, so zeros
-        # (whose pages the system gives lazily) with the share written at the extrema, instead
-        # of a full where() pass. A NaN or inf share takes where(), for its NaNs everywhere.
-        zeros = xp.zeros(x.shape, dtype=share.dtype, device=device_of(x))
-        return set_index(xp, zeros, mask, xp.reshape(share, ()))
     return xp.where(mask, share, share * 0)
 
 
