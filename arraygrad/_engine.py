@@ -146,12 +146,12 @@ class Node:
         edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
-        owned = not create_graph and self.n_outputs == 1 and large(g) and private(g, 4)
-        spent = bool(saved) and not retain_graph
+        big = not create_graph and large(g)  # (a tuple of several outputs' gradients is not)
+        owned = big and private(g, 4)
+        spent = saved and not retain_graph
         if spent:  # released first: the last VJP may then overwrite what only it still holds
             self.saved = _FREED
-        results = run_vjps(rule, xp, g, saved, self.params, edges, owned,
-                           spent and not create_graph)
+        results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
         meta = self.meta
         plain = self.backend._plain_types
         for i, grad in enumerate(results):
