@@ -19,6 +19,7 @@ from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, Variab
 from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.creation import to_device as raw_to_device
+from .rules.elementwise import SAME_OPERANDS
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
@@ -478,6 +479,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
     backend, rule = recorder.backend, recorder.rule
     sources = rule.sources
     users = [range(2) if readers is None else readers for readers in rule.users]
+    same_operands = SAME_OPERANDS.get(rule.name, rule)  # x * x: one VJP for both edges
     coerce = backend.coerce
     operand = recorder.operand
 
@@ -502,7 +504,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 saved.append(rb if index else ra)
             else:
                 saved.append(_shape(rb if index else ra))
-        node = Node(rule, backend,
+        node = Node(same_operands if a is b else rule, backend,
                     (a._edge if needs_a else None, b._edge if needs_b else None),
                     ((ra.shape, ra.dtype) if needs_a else None,
                      (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),

@@ -365,3 +365,38 @@ def test_a_users_array_that_became_a_gradient_takes_no_extremum_in_place(rng, or
     (terms[0] + terms[1] if order == "max_first" else terms[1] + terms[0]).backward()
     np.testing.assert_array_equal(w, before)
     np.testing.assert_array_equal(variable.grad.data, before + _max_grad(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_a_variable_times_itself_gives_the_gradient_of_two_operands_in_one(rng, dtype):
+    """``x * x`` records one VJP for both edges (2 g conj(x)); the gradient is that of ``x * y``
+    with y a copy of x, summed (bit-identical for reals), and torch's; the graph keeps both edges,
+    second order and forward mode are unchanged."""
+    data = rng.standard_normal(LARGE).astype(dtype)
+    if dtype is np.complex128:
+        data = data + 1j * rng.standard_normal(LARGE)
+    x, y = (ag.Variable(data, requires_grad=True) for _ in range(2))
+    x2 = ag.Variable(data.copy(), requires_grad=True)
+    xp.sum(xp.real(xp.sin(x * x))).backward()
+    xp.sum(xp.real(xp.sin(x2 * y))).backward()
+    # Doubling is exact; a complex product may round differently with its operands swapped.
+    np.testing.assert_allclose(x.grad.data, x2.grad.data + y.grad.data,
+                               rtol=0 if dtype is np.float64 else 1e-15)
+    square = x * x
+    (first, _), (second, _) = square.grad_fn.next_functions
+    assert first is second and first.variable is x
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(data, requires_grad=True)
+    torch.sum(torch.real(torch.sin(t * t))).backward()
+    np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_a_variable_times_itself_to_second_order_and_forward():
+    data = np.array([0.3, -1.7, 2.2])
+    x = ag.Variable(data, requires_grad=True)
+    (first,) = ag.autograd.grad(xp.sum(x * x * x), [x], create_graph=True)
+    np.testing.assert_allclose(first.data, 3 * data**2)
+    xp.sum(first).backward()
+    np.testing.assert_allclose(x.grad.data, 6 * data)
+    _, tangent = ag.jvp(lambda v: v * v, (data,), (np.array([1.0, 2.0, -1.0]),))
+    np.testing.assert_allclose(tangent, 2 * data * [1.0, 2.0, -1.0])

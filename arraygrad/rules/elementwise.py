@@ -13,7 +13,7 @@ import cmath
 import inspect
 import math
 
-from ._core import LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
+from ._core import LINEAR, RULES, Rule, conj, defvjp, is_complex, nondifferentiable, sum_to
 from .reuse import reciprocal, times
 
 
@@ -87,6 +87,14 @@ defvjp("multiply",
        lambda xp, g, x2: times(g, conj(xp, x2)),
        lambda xp, g, x1: times(g, conj(xp, x1)), arrays="x1 x2",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
+SAME_OPERANDS = {"multiply": Rule(
+    "multiply", ("x1", "x2"),
+    (lambda xp, g, x2: times(g, conj(xp, x2) * 2), lambda xp, g: None),
+    jvps=RULES["multiply"].jvps)}
+"""Rules the namespace records instead when both operands are one Variable: ``x * x`` gives its
+whole gradient ``2 g conj(x)`` on the first edge (one full-size temporary and no sum of two
+products); the second edge, to the same node, carries none. Saved values as ``multiply``'s."""
+assert all(SAME_OPERANDS[name].sources == RULES[name].sources for name in SAME_OPERANDS)
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
     to its shape first, so that only one full-size temporary is made."""
