@@ -143,6 +143,16 @@ def test_second_order_gradients_are_unaffected(rng):
                                atol=1e-15)
 
 
+def _backward_peak(loss):
+    """The most memory (bytes) that ``loss.backward()`` has allocated at any one time."""
+    tracemalloc.start()
+    try:
+        loss.backward()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @exact_refcounts
 def test_backward_of_an_unheld_chain_allocates_no_large_array(rng):
     """exp's VJP takes exp's own output (g is a broadcast 1), negative's VJP negates it in
@@ -150,12 +160,7 @@ def test_backward_of_an_unheld_chain_allocates_no_large_array(rng):
     x = rng.standard_normal(1 << 20)  # 8 MiB
     variable = ag.Variable(x, requires_grad=True)
     loss = xp.sum(xp.exp(-variable))
-    tracemalloc.start()
-    try:
-        loss.backward()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = _backward_peak(loss)
     assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
     np.testing.assert_allclose(variable.grad.data, -np.exp(-x), rtol=1e-15)
 
@@ -247,12 +252,7 @@ def test_a_saved_array_only_its_node_holds_is_overwritten_by_its_last_vjp(rng):
     x = rng.standard_normal(1 << 20)
     variable = ag.Variable(x, requires_grad=True)
     loss = xp.sum(xp.exp(-variable)) * 3.0
-    tracemalloc.start()
-    try:
-        loss.backward()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = _backward_peak(loss)
     assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
     np.testing.assert_allclose(variable.grad.data, -3.0 * np.exp(-x), rtol=1e-15)
 
