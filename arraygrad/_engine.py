@@ -96,14 +96,15 @@ def use_variable_type(cls):
 class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
-    __slots__ = ("rule", "backend", "edges", "meta", "saved", "params", "n_outputs", "pre_hooks",
-                 "retained", "lock", "forward_trace", "__weakref__")
+    __slots__ = ("rule", "backend", "_edges", "_next", "_nr", "_next2", "_nr2", "meta", "saved",
+                 "params", "n_outputs", "pre_hooks", "retained", "lock", "forward_trace",
+                 "__weakref__")
     # lock: unset until _node_hooks needs it; forward_trace: set only in anomaly mode
 
     def __init__(self, rule, backend, edges, meta, saved, params, n_outputs=1):
         self.rule = rule
         self.backend = backend
-        self.edges = edges  # per input: (node, output_nr), or None when it needs no gradient
+        self._edges = edges  # per input: (node, output_nr), or None when it needs no gradient
         self.meta = meta  # per input: (shape, dtype) of the value, to fit gradients to
         self.saved = saved
         self.params = params
@@ -112,6 +113,31 @@ class Node:
         self.retained = None  # {output_nr: weakref to a Variable that called retain_grad()}
         if _watching:
             _watch(self)
+
+    @classmethod
+    def linked(cls, rule, backend, first, first_nr, second, second_nr, meta, saved, params):
+        """A node of a one- or two-input function (the namespace's fast paths) that keeps its
+        inputs' nodes in slots, not in a tuple of ``(node, output_nr)`` pairs: the graph that a
+        long chain leaves alive then holds one object per op for Python's cyclic GC to scan,
+        not three. ``second`` is ``False`` for a one-input function, None for an input that
+        needs no gradient. :attr:`edges` builds the pairs each time it is read: cached, they
+        would be as many long-lived objects again while backward runs."""
+        node = cls(rule, backend, None, meta, saved, params)
+        node._next, node._nr, node._next2, node._nr2 = first, first_nr, second, second_nr
+        return node
+
+    @property
+    def edges(self):
+        """Per input, ``(node, output_nr)``, or None where the input needs no gradient."""
+        edges = self._edges
+        if edges is not None:
+            return edges
+        first = self._next
+        first = None if first is None else (first, self._nr)
+        second = self._next2
+        if second is False:
+            return (first,)
+        return (first, None if second is None else (second, self._nr2))
 
     def name(self) -> str:
         return self.rule.display
@@ -124,8 +150,9 @@ class Node:
         """``((node, output_nr), ...)`` for each input, ``(None, 0)`` where none, as in PyTorch."""
         return tuple(edge if edge is not None else (None, 0) for edge in self.edges)
 
-    def apply(self, grads, create_graph, retain_graph):
-        """Run the rule on the output gradients; return the gradients of the inputs."""
+    def apply(self, grads, create_graph, retain_graph, edges=None):
+        """Run the rule on the output gradients; return the gradients of the inputs. (``edges``:
+        :attr:`edges`, when the caller has them already.)"""
         saved = self.saved
         rule = self.rule
         if saved is _FREED or rule.vjps is None:
@@ -143,7 +170,8 @@ class Node:
             device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
             g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
                       for i, grad in enumerate(grads))
-        edges = self.edges
+        if edges is None:
+            edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
         big = not create_graph and large(g)  # (a tuple of several outputs' gradients is not)
@@ -293,7 +321,7 @@ class AccumulateGrad:
 
     __slots__ = ("variable", "lock", "__weakref__")
     n_outputs = 1
-    edges = ()
+    edges = _edges = ()
     next_functions = ()
 
     def __init__(self, variable):
@@ -307,7 +335,7 @@ class AccumulateGrad:
     def name(self) -> str:
         return "AccumulateGrad"
 
-    def apply(self, grads, create_graph, retain_graph):
+    def apply(self, grads, create_graph, retain_graph, edges=None):
         variable = self.variable
         grad = dense(grads[0])
         backend = variable._backend
@@ -450,7 +478,7 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                 if capture is not None and _captured(capture, node, grads):
                     continue
                 try:
-                    results = node.apply(grads, create_graph, retain_graph)
+                    results = node.apply(grads, create_graph, retain_graph, edges)
                 except Exception as error:
                     if anomaly:
                         _anomaly.annotate(error, node)
@@ -491,9 +519,11 @@ def _dependencies(roots, stops=()) -> dict:
         node = stack.pop()
         if stops and node in stops:
             continue
-        for edge in node.edges:
-            if edge is not None:
-                child = edge[0]
+        edges = node._edges
+        # A linked node's inputs are in slots (a falsy one has no edge); else in edges.
+        for child in ((node._next, node._next2) if edges is None else
+                      [edge[0] for edge in edges if edge is not None]):
+            if child:
                 count = dependencies.get(child)
                 if count is None:
                     dependencies[child] = 1

@@ -13,7 +13,7 @@ import operator
 import types
 
 from . import _grad_mode, _standard
-from ._engine import Node
+from ._engine import Node, accumulator
 from ._plugins import Backend, registry
 from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, Variable
 from .errors import BackendError, GradientError
@@ -30,6 +30,7 @@ _ARRAY_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__array_i
 _owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
 _make = Variable._make
+linked = Node.linked
 
 
 class Namespace(types.ModuleType):
@@ -454,9 +455,10 @@ def _one_array_fast(recorder):
         if args or kwargs:
             params = dict(zip(names, args))
             params.update(kwargs)
-        node = Node(rule, backend, (x._edge,),
-                    ((data.shape, data.dtype), (out.shape, out.dtype)),
-                    _save_unary(sources, data, out), params)
+        grad_fn = x.grad_fn
+        node = linked(rule, backend, grad_fn or accumulator(x), x._output_nr if grad_fn else 0,
+                      False, 0, ((data.shape, data.dtype), (out.shape, out.dtype)),
+                      _save_unary(sources, data, out), params)
         if not backend.is_inexact(out.dtype):  # astype(x, int32): no gradient flows
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
@@ -504,11 +506,25 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 saved.append(rb if index else ra)
             else:
                 saved.append(_shape(rb if index else ra))
-        node = Node(same_operands if a is b else rule, backend,
-                    (a._edge if needs_a else None, b._edge if needs_b else None),
-                    ((ra.shape, ra.dtype) if needs_a else None,
-                     (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),
-                    tuple(saved), None)
+        first = second = None
+        first_nr = second_nr = 0
+        if needs_a:
+            first = a.grad_fn
+            if first is None:
+                first = accumulator(a)
+            else:
+                first_nr = a._output_nr
+        if needs_b:
+            second = b.grad_fn
+            if second is None:
+                second = accumulator(b)
+            else:
+                second_nr = b._output_nr
+        node = linked(same_operands if a is b else rule, backend, first, first_nr, second,
+                      second_nr, ((ra.shape, ra.dtype) if needs_a else None,
+                                  (rb.shape, rb.dtype) if needs_b else None,
+                                  (out.shape, out.dtype)),
+                      tuple(saved), None)
         if not backend.is_inexact(out.dtype):
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)

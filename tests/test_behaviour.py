@@ -32,9 +32,9 @@ def _overwrite_leaf_grad(monkeypatch):
     """.grad is replaced, not added to, by each backward()."""
     apply = _engine.AccumulateGrad.apply
 
-    def overwriting(self, grads, create_graph, retain_graph):
+    def overwriting(self, grads, *options):
         self.variable._grad = None
-        return apply(self, grads, create_graph, retain_graph)
+        return apply(self, grads, *options)
 
     monkeypatch.setattr(_engine.AccumulateGrad, "apply", overwriting)
 
@@ -50,8 +50,8 @@ def _ignore_retain_graph(monkeypatch):
     """Saved values are freed after every backward()."""
     apply = _engine.Node.apply
     monkeypatch.setattr(_engine.Node, "apply",
-                        lambda self, grads, create_graph, retain_graph:
-                        apply(self, grads, create_graph, False))
+                        lambda self, grads, create_graph, retain_graph, *edges:
+                        apply(self, grads, create_graph, False, *edges))
 
 
 @pytest.mark.parametrize("mutate, caught_by", [
