@@ -185,6 +185,9 @@ case("setitem", "slice", lambda xp, x, v: _setitem_at(x, (1, slice(None)), v), (
      requires=("inplace",))
 case("matmul", "2d", lambda xp, a, b: a @ b, (3, 4), (4, 2))
 case("matmul", "batched_1d", lambda xp, a, b: xp.matmul(a, b), (2, 3, 4), (4,))
+for _variant, _shapes in (("complex,2d@1d", ((3, 4), (4,))), ("complex,1d@2d", ((3,), (3, 4)))):
+    case("matmul", _variant, lambda xp, a, b: a @ b, *(Arg(s, "complex") for s in _shapes),
+         dtypes=("complex128", "complex64"))  # matrix-vector products: conj on each side
 case("linalg.vector_norm", "axis=1", lambda xp, x: xp.linalg.vector_norm(x, axis=1), (3, 4))
 case("linalg.vector_norm", "ord=3", lambda xp, x: xp.linalg.vector_norm(x, ord=3), (3, 4))
 

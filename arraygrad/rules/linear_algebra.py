@@ -16,6 +16,8 @@ def _as_matrices(xp, g, x1, x2):
 
 
 def vjp_matmul_x1(xp, g, x1, x2):
+    if x1.ndim == 1 and x2.ndim == 2:  # vector @ matrix: a matrix-vector product (gemv)
+        return g @ xp.matrix_transpose(conj(xp, x2))
     vector = x1.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
     grad = g @ xp.matrix_transpose(conj(xp, x2))
@@ -23,6 +25,8 @@ def vjp_matmul_x1(xp, g, x1, x2):
 
 
 def vjp_matmul_x2(xp, g, x1, x2):
+    if x2.ndim == 1 and x1.ndim == 2:  # matrix @ vector: no promotion to an (n, 1) matrix
+        return xp.matrix_transpose(conj(xp, x1)) @ g
     vector = x2.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
     grad = xp.matrix_transpose(conj(xp, x1)) @ g
