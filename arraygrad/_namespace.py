@@ -18,6 +18,7 @@ from ._plugins import Backend, registry
 from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, Variable
 from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
+from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
 from .rules.elementwise import SAME_OPERANDS
 from .rules.special import SPECIAL
@@ -441,6 +442,7 @@ def _one_array_fast(recorder):
     general = recorder.__call__
     options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
     reads = recorder.reads
+    in_place = recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
 
     def function(x, /, *args, **kwargs):
         if x.__class__ is not Variable or x._backend is not backend or (
@@ -448,7 +450,11 @@ def _one_array_fast(recorder):
                                       not _plain_options(args, kwargs, reads))):
             return general(x, *args, **kwargs)
         data = x.data
-        out = coerce(raw_function(data, *args, **kwargs))
+        if in_place and not (args or kwargs) and (x.grad_fn or not x._requires_grad) and (
+                temporary_argument(x, data)):  # xp.exp(a - b): into the temporary a - b
+            out = coerce(raw_function(data, out=data))
+        else:
+            out = coerce(raw_function(data, *args, **kwargs))
         if not (x._requires_grad and _state.enabled):
             return _make(out, backend, None, 0, False)
         params = None
@@ -506,22 +512,13 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 saved.append(rb if index else ra)
             else:
                 saved.append(_shape(rb if index else ra))
-        first = second = None
-        first_nr = second_nr = 0
-        if needs_a:
-            first = a.grad_fn
-            if first is None:
-                first = accumulator(a)
-            else:
-                first_nr = a._output_nr
-        if needs_b:
-            second = b.grad_fn
-            if second is None:
-                second = accumulator(b)
-            else:
-                second_nr = b._output_nr
-        node = linked(same_operands if a is b else rule, backend, first, first_nr, second,
-                      second_nr, ((ra.shape, ra.dtype) if needs_a else None,
+        # Each input's node: its grad_fn (and output number), or a leaf's AccumulateGrad.
+        first = (a.grad_fn or accumulator(a)) if needs_a else None
+        second = (b.grad_fn or accumulator(b)) if needs_b else None
+        node = linked(same_operands if a is b else rule, backend,
+                      first, a._output_nr if needs_a and a.grad_fn else 0,
+                      second, b._output_nr if needs_b and b.grad_fn else 0,
+                      ((ra.shape, ra.dtype) if needs_a else None,
                                   (rb.shape, rb.dtype) if needs_b else None,
                                   (out.shape, out.dtype)),
                       tuple(saved), None)

@@ -29,7 +29,8 @@ CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": Tr
 - ``host_reads``: reading a value on the host (``bool(...)``) is cheap, so a rule may do it to
   pick a formula (not for a lazy graph, dask, or a device, CuPy);
 - ``reuse_unshared``: arrays have NumPy's ``base`` (``None`` exactly when an array owns its
-  memory) and ``flags.writeable``, so backward may overwrite one that nothing else refers to.
+  memory) and ``flags.writeable``, so backward may overwrite one that nothing else refers to,
+  and ``xp.exp(a - b)`` may compute into the temporary ``a - b`` (its ufunc's ``out=``).
 """
 
 TOLERANCES = {

@@ -44,6 +44,9 @@ FUNCTIONS = {
                                             + xp.acos(x * 0.5) + xp.atanh(x * 0.5)),
     "whole_array_extrema": lambda x, w: xp.sin(x) * xp.max(x * w) - xp.min(x) + xp.max(x),
     "spent_saved_output": lambda x, w: xp.sum(xp.exp(x * w)) * 3.0 + x,
+    "forward_into_temporaries": lambda x, w: (
+        xp.tanh(x * w) + xp.sqrt(xp.exp(x * 0.5)) + xp.expm1(-x) * xp.reciprocal(2.0 + x * x)
+        + xp.tan(x * 0.3) - xp.negative(xp.positive(x * w)) + xp.conj(x - w)),
 }
 
 
@@ -400,3 +403,52 @@ def test_a_variable_times_itself_to_second_order_and_forward():
     np.testing.assert_allclose(x.grad.data, 6 * data)
     _, tangent = ag.jvp(lambda v: v * v, (data,), (np.array([1.0, 2.0, -1.0]),))
     np.testing.assert_allclose(tangent, 2 * data * [1.0, 2.0, -1.0])
+
+
+def _forward_peak(f):
+    """The most memory (bytes) that ``f()`` has allocated at any one time."""
+    tracemalloc.start()
+    try:
+        result = f()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@exact_refcounts
+def test_a_function_of_a_temporary_is_computed_into_it(rng):
+    """``xp.exp(x * 2.0)``: exp writes into the temporary ``x * 2.0``, which nothing else can
+    see, as NumPy elides ``a * b + c``'s temporaries: one large array, not two."""
+    x = rng.standard_normal(1 << 20)
+    variable = ag.Variable(x, requires_grad=True)
+    y, peak = _forward_peak(lambda: xp.exp(xp.negative(variable * 0.5)))
+    assert peak < 1.5 * x.nbytes, f"the forward allocated {peak / x.nbytes:.2f} arrays"
+    xp.sum(y).backward()
+    np.testing.assert_allclose(variable.grad.data, -0.5 * np.exp(-0.5 * x), rtol=1e-14)
+    # exp saved its output (exp's VJP reads it): tanh may not write into it.
+    y, peak = _forward_peak(lambda: xp.tanh(xp.exp(variable * 0.5)))
+    assert 1.5 * x.nbytes < peak < 2.5 * x.nbytes
+
+
+@exact_refcounts
+def test_a_function_never_writes_into_an_argument_someone_holds(rng):
+    x = rng.standard_normal(1 << 16)
+    variable = ag.Variable(x, requires_grad=True)
+    held = variable * 2.0  # a name holds the Variable
+    before = held.data.copy()
+    xp.exp(held)
+    np.testing.assert_array_equal(held.data, before)
+    raw = x * 3.0  # a name holds the array: a constant Variable made around it
+    xp.exp(ag.Variable(raw))
+    np.testing.assert_array_equal(raw, x * 3.0)
+    base = variable * 1.0  # a view of a temporary: its base is seen by others
+    base_before = base.data.copy()
+    xp.exp(xp.reshape(base, (-1, 2)))
+    np.testing.assert_array_equal(base.data, base_before)
+    u = xp.exp(xp.tanh(variable))  # tanh saved its output for backward: not a temporary's
+    xp.sum(u).backward()
+    np.testing.assert_allclose(variable.grad.data, np.exp(np.tanh(x)) * (1 - np.tanh(x) ** 2),
+                               rtol=1e-13)
+    leaf = ag.Variable(x.copy(), requires_grad=True)
+    (xp.exp(leaf) * 1.0).backward(xp.ones_like(leaf))  # a leaf keeps its value for its .grad
+    np.testing.assert_array_equal(leaf.data, x)

@@ -45,6 +45,23 @@ def forget_reusable_types():
     _reusable_types.clear()
 
 
+IN_PLACE_FORWARD = frozenset(
+    "conj exp expm1 negative positive reciprocal sqrt tan tanh".split())
+"""One-array functions whose result keeps a floating or complex argument's dtype and whose rule
+does not read the argument: ``xp.exp(a - b)`` computes into the temporary ``a - b`` when
+nothing else can see it (NumPy elides temporaries of ``a - b + c`` likewise)."""
+
+
+def temporary_argument(variable, data) -> bool:
+    """Whether the namespace may compute a function's result into the ``data`` of its argument
+    ``variable``: a temporary (held only by the calling function's name) whose large array of an
+    inexact dtype (so the result keeps it) nothing else refers to."""
+    # variable's references: the caller's name, this argument, getrefcount's. data's: the
+    # Variable, the caller's name, this argument, private's, getrefcount's.
+    return (large(data) and sys.getrefcount(variable) <= 3 and private(data, 5)
+            and data.dtype.kind in "fc")
+
+
 class _Scratch:
     """The gradient that the running VJP may overwrite, set by the engine around the call. One
     for all threads: it names an array only its own backward can reach, so another thread's
