@@ -102,14 +102,24 @@ def fmt(times):
 def make_data(client, da, rows, chunks):
     """X, y generated and persisted on the cluster; w0 a single-chunk dask array."""
     from distributed import wait
+    from distributed.client import FuturesCancelledError
 
     if rows % chunks:
         raise SystemExit(f"--rows {rows} is not a multiple of {chunks} chunks")
     step = rows // chunks
     X = da.random.default_rng(0).standard_normal((rows, FEATURES), chunks=(step, FEATURES))
     y = da.random.default_rng(1).standard_normal((rows,), chunks=(step,))
-    X, y = client.persist([X, y])
-    wait([X, y])
+    for attempt in range(3):
+        # The same sizes make the same keys as the last compare's, whose cancellation may still
+        # be reaching the scheduler: it can cancel these futures too; persist them again.
+        X, y = client.persist([X, y])
+        try:
+            wait([X, y])
+            break
+        except FuturesCancelledError:
+            if attempt == 2:
+                raise
+            time.sleep(1)
     w0 = da.from_array(np.random.default_rng(2).standard_normal(FEATURES) / FEATURES,
                        chunks=FEATURES)
     return X, y, w0
