@@ -442,7 +442,9 @@ def _one_array_fast(recorder):
     general = recorder.__call__
     options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
     reads = recorder.reads
-    in_place = recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
+    # Into its argument only where the rule in force (a plugin may override it) never reads it.
+    in_place = (recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
+                and all(kind != "input" for kind, _ in sources))
 
     def function(x, /, *args, **kwargs):
         if x.__class__ is not Variable or x._backend is not backend or (
@@ -519,8 +521,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
                       first, a._output_nr if needs_a and a.grad_fn else 0,
                       second, b._output_nr if needs_b and b.grad_fn else 0,
                       ((ra.shape, ra.dtype) if needs_a else None,
-                                  (rb.shape, rb.dtype) if needs_b else None,
-                                  (out.shape, out.dtype)),
+                       (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),
                       tuple(saved), None)
         if not backend.is_inexact(out.dtype):
             return _make(out, backend, None, 0, False)

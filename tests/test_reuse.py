@@ -452,3 +452,22 @@ def test_a_function_never_writes_into_an_argument_someone_holds(rng):
     leaf = ag.Variable(x.copy(), requires_grad=True)
     (xp.exp(leaf) * 1.0).backward(xp.ones_like(leaf))  # a leaf keeps its value for its .grad
     np.testing.assert_array_equal(leaf.data, x)
+
+
+@exact_refcounts
+def test_a_plugins_rule_that_reads_the_argument_keeps_it_intact(rng, monkeypatch):
+    """A backend may override exp's rule with one that reads x, not exp's output: then exp must
+    not compute into its temporary argument, or the rule would read exp(x) for x."""
+    from arraygrad._namespace import build_namespace
+    from arraygrad.rules import Rule
+
+    backend = ag.get_backend("numpy")
+    monkeypatch.setattr(backend, "operators", backend.operators)  # restored after the test
+    reading_x = Rule("exp", ["x"], [lambda xp, g, x: g * xp.exp(x)])
+    monkeypatch.setattr(backend, "rule_override",
+                        lambda op: reading_x if op == "exp" else None)
+    ns = build_namespace(backend)
+    x = rng.standard_normal(1 << 16) * 0.1
+    variable = ag.Variable(x, requires_grad=True)
+    ns.sum(ns.exp(variable * 2.0)).backward()
+    np.testing.assert_allclose(variable.grad.data, 2 * np.exp(2 * x), rtol=1e-14)

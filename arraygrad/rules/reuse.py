@@ -47,9 +47,9 @@ def forget_reusable_types():
 
 IN_PLACE_FORWARD = frozenset(
     "conj exp expm1 negative positive reciprocal sqrt tan tanh".split())
-"""One-array functions whose result keeps a floating or complex argument's dtype and whose rule
-does not read the argument: ``xp.exp(a - b)`` computes into the temporary ``a - b`` when
-nothing else can see it (NumPy elides temporaries of ``a - b + c`` likewise)."""
+"""One-array functions whose result keeps a floating or complex argument's dtype:
+``xp.exp(a - b)`` computes into the temporary ``a - b`` when nothing else can see it and the
+rule in force does not read the argument (NumPy elides temporaries of ``a - b + c`` likewise)."""
 
 
 def temporary_argument(variable, data) -> bool:
