@@ -484,8 +484,14 @@ def _save_unary(sources, data, out):
                  for kind, _ in sources)
 
 
+_TWO_ARRAYS_NO_OPTIONS = frozenset(("matmul", "linalg.matmul", "linalg.outer"))
+"""Functions of the standard besides the elementwise ones that take two arrays and no option:
+the fast path of :func:`_binary_fast` serves them too (``xp.matmul(X, W)``)."""
+
+
 def _binary_fast(recorder, raw_function, reflected=False):
-    """A faster path for two-argument elementwise functions and operators (``x * y``, ``2 * x``)."""
+    """A faster path for functions of two arrays and no options (``x * y``, ``2 * x``,
+    ``matmul``) and for the operators."""
     backend, rule = recorder.backend, recorder.rule
     sources = rule.sources
     users = [range(2) if readers is None else readers for readers in rule.users]
@@ -596,7 +602,8 @@ def build_namespace(backend) -> Namespace:
             recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
             if _is_one_array(rule):
                 function = _one_array_fast(recorder)
-            elif name in _standard.ELEMENTWISE and rule.arrays == ("x1", "x2"):
+            elif rule.arrays == ("x1", "x2") and (name in _standard.ELEMENTWISE
+                                                  or name in _TWO_ARRAYS_NO_OPTIONS):
                 function = _binary_fast(recorder, raw_function)
             else:
                 function = _calling(recorder)

@@ -76,6 +76,11 @@ def _is_default(value, default):
 def array_ufunc(xp, ufunc, method, inputs, kwargs):
     """``ufunc.method(*inputs, **kwargs)`` recorded through ``xp``."""
     name = ufunc.__name__
+    if method == "__call__" and not kwargs:  # ndarray @ v, ndarray * v, np.sin(v)
+        standard = UFUNCS.get(name)
+        function = getattr(xp, standard, None) if standard is not None else None
+        if function is not None:
+            return function(*inputs)
     what = f"numpy ufunc {name!r}" + ("" if method == "__call__" else f".{method}")
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
@@ -273,6 +278,8 @@ def _dot(a, b, out=None):
     a, b = xp.asarray(a), xp.asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
+    if a.ndim <= 2 and b.ndim <= 2:  # matmul's case, and its fast path
+        return xp.matmul(a, b)
     return xp.tensordot(a, b, axes=((a.ndim - 1,), (max(b.ndim - 2, 0),)))
 
 
