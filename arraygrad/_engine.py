@@ -93,6 +93,13 @@ def use_variable_type(cls):
     Variable = cls
 
 
+_metas: dict = {}
+"""Linked nodes' ``meta`` tuples, one per signature (shapes and dtypes of inputs and output),
+shared by every node that has it: a new one is untracked by the cyclic GC only after it has
+outlived a collection or two, so a long graph of same-shaped ops would keep some for every full
+collection to scan again."""
+
+
 class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
@@ -122,7 +129,18 @@ class Node:
         not three. ``second`` is ``False`` for a one-input function, None for an input that
         needs no gradient. :attr:`edges` builds the pairs each time it is read: cached, they
         would be as many long-lived objects again while backward runs."""
-        node = cls(rule, backend, None, meta, saved, params)
+        # The meta tuple of an earlier node of the same backend, shapes and dtypes, if any (the
+        # backend first: dtypes of different libraries are not compared).
+        key = (backend, meta)
+        try:
+            shared = _metas.get(key)
+        except TypeError:  # a dtype that cannot be hashed
+            shared = meta
+        if shared is None:
+            if len(_metas) >= 4096:
+                _metas.clear()
+            shared = _metas[key] = meta
+        node = cls(rule, backend, None, shared, saved, params)
         node._next, node._nr, node._next2, node._nr2 = first, first_nr, second, second_nr
         return node
 

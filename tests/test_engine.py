@@ -214,6 +214,45 @@ def test_a_recorded_op_leaves_one_object_for_the_cyclic_gc_to_scan():
     assert _long_lived_objects_per_op(build, 2000) < 1.05
 
 
+def test_nodes_of_the_same_signature_share_one_meta_tuple():
+    """A long chain's nodes share their shapes-and-dtypes tuples (2 here: one-input ops and ops
+    with a scalar operand):
+    one tuple per node would live long enough to reach the GC's oldest generation (1.37 objects
+    per op there instead of 0.96 in W4's chain, and twice the GC time)."""
+    xp = ag.namespace("numpy")
+    y = ag.Variable(np.ones(4), requires_grad=True)
+    for _ in range(300):
+        y = xp.sin(y * 1.0001 + 0.01) * 0.9
+    nodes, node = [], y.grad_fn
+    while type(node).__name__ != "AccumulateGrad":
+        nodes.append(node)
+        node = node.edges[0][0]
+    assert len(nodes) == 1200 and len({id(n.meta) for n in nodes}) == 2
+
+
+def test_shared_meta_tuples_stay_within_their_backend():
+    """The same shapes on two backends do not share a meta tuple: each keeps its library's
+    dtypes, which backward compares gradients with, and dtypes of different libraries are never
+    compared (array-api-strict warns when they are)."""
+    import warnings
+
+    import array_api_strict
+
+    grads = {}
+    for name in ("numpy", "array_api_strict", "numpy"):
+        xp = ag.namespace(name)
+        x = ag.Variable(xp.asarray([1.0, 2.0, 3.0], dtype=xp.float32).data, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y = xp.sin(x) * 2.0
+        assert all(type(dtype).__module__.split(".")[0] == name
+                   for dtype in (m[1] for m in y.grad_fn.meta if m is not None))
+        xp.sum(y).backward()
+        grads[name] = x.grad.data
+    assert grads["array_api_strict"].dtype == array_api_strict.float32
+    np.testing.assert_allclose(np.asarray(grads["array_api_strict"]), grads["numpy"])
+
+
 def test_matmul_by_any_spelling_takes_the_two_input_path():
     """``xp.matmul(X, W)``, ``X @ W`` with a NumPy ``X`` (through ``__array_ufunc__``) and
     ``xp.linalg.matmul`` record linked nodes, as ``W.__rmatmul__(X)`` does: one object per op
