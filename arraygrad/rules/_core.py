@@ -194,16 +194,22 @@ def is_complex(a) -> bool:
 
 
 def is_complex_dtype(dtype) -> bool:
-    cache = _COMPLEX_DTYPES.setdefault(dtype.__class__, {})
-    try:
-        return cache[dtype]
-    except KeyError:
+    cache = _COMPLEX_DTYPES.get(dtype.__class__)
+    if cache is None:
+        cache = _COMPLEX_DTYPES.setdefault(dtype.__class__, {})
+    answer = cache.get(dtype)
+    if answer is None:
         answer = cache[dtype] = "complex" in str(dtype)
-        return answer
+    return answer
+
+
+_REAL_NUMBERS = (float, int)
 
 
 def conj(xp, a):
     """Complex conjugate, free for real values (the VJP of a holomorphic op is ``g * conj(d)``)."""
+    if a.__class__ in _REAL_NUMBERS:  # a Python scalar operand (x * 2.0): the common case
+        return a
     if is_complex(a):
         return a.conjugate() if isinstance(a, complex) else xp.conj(a)
     return a
