@@ -169,3 +169,22 @@ def test_max_and_min_share_the_gradient_equally_among_ties(backend, name):
     x.grad = None
     getattr(backend.xp, name)(x).backward()
     np.testing.assert_allclose(backend.host(x.grad), [[0, 0.5, 0.5, 0], [0, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("spelling", ["x * c", "c * x", "x / c"])
+@pytest.mark.parametrize("kind", ["real", "complex"])
+def test_a_python_complex_scalar_is_conjugated_in_the_vjp(spelling, kind):
+    """PyTorch's convention, ``g * conj(dy/dx)``, holds for a Python complex scalar operand
+    too, which the VJPs' ``conj`` passes by no faster path than an array's: for ``x * c`` the
+    gradient is ``g * conj(c)`` (its real part for a real ``x``), for ``x / c`` it is
+    ``g / conj(c)``."""
+    c = 0.5 - 1.5j
+    g = np.array([1.0 + 2.0j, -0.5 + 0.25j, 3.0 - 1.0j])
+    data = np.array([0.3, -1.2, 2.0])
+    if kind == "complex":
+        data = data + np.array([1.0, 0.0, -0.5]) * 1j
+    x = ag.Variable(data, requires_grad=True)
+    y = {"x * c": lambda: x * c, "c * x": lambda: c * x, "x / c": lambda: x / c}[spelling]()
+    y.backward(g)
+    want = g / np.conj(c) if spelling == "x / c" else g * np.conj(c)
+    np.testing.assert_allclose(x.grad.data, want.real if kind == "real" else want, rtol=1e-14)
