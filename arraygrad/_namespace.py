@@ -489,35 +489,23 @@ _TWO_ARRAYS_NO_OPTIONS = frozenset(("matmul", "linalg.matmul", "linalg.outer"))
 the fast path of :func:`_binary_fast` serves them too (``xp.matmul(X, W)``)."""
 
 
-def _saved(sources, users, needs_a, needs_b, out, ra, rb):
-    """What a two-input node saves: per saved name, the value, or None where only the gradient
-    of an input that needs none reads it."""
-    saved = []
-    for (kind, index), readers in zip(sources, users):
-        if not ((needs_a and 0 in readers) or (needs_b and 1 in readers)):
-            saved.append(None)
-        elif kind == "ans":
-            saved.append(out)
-        elif kind == "input":
-            saved.append(rb if index else ra)
-        else:
-            saved.append(_shape(rb if index else ra))
-    return tuple(saved)
-
-
 def _saved_picker(sources, users, needs):
-    """:func:`_saved` as one ``itemgetter`` on ``(out, ra, rb, None)`` for the inputs that need
-    grad (``needs``: {0}, {1} or {0, 1}); None where a shape is to be saved."""
-    positions = []
+    """``(out, ra, rb, None) -> saved`` for a two-input node whose inputs in ``needs`` ({0},
+    {1} or {0, 1}) require grad: per saved name its value, or None where only the gradient of
+    an input that needs none reads it. One ``itemgetter`` unless a shape is saved."""
+    positions, shapes = [], []
     for (kind, index), readers in zip(sources, users):
         if not needs.intersection(readers):
             positions.append(3)
         elif kind == "ans":
             positions.append(0)
-        elif kind == "input":
+        else:  # an input, or its shape
+            if kind == "shape":
+                shapes.append(len(positions))
             positions.append(1 + index)
-        else:
-            return None
+    if shapes:
+        return lambda values: tuple(_shape(values[p]) if k in shapes else values[p]
+                                    for k, p in enumerate(positions))
     if len(positions) == 1:  # itemgetter of one position gives the item, not a tuple
         (position,) = positions
         return lambda values: (values[position],)
@@ -533,7 +521,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
     same_operands = SAME_OPERANDS.get(rule.name, rule)  # x * x: one VJP for both edges
     coerce = backend.coerce
     operand = recorder.operand
-    # Per inputs needing grad (1: a, 2: b, 3: both), what to save, picked from (out, ra, rb).
+    # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
     pickers = [None] + [_saved_picker(sources, users, needs) for needs in ({0}, {1}, {0, 1})]
 
     def function(a, b, /):
@@ -547,9 +535,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
         needs_b = b.__class__ is Variable and b._requires_grad
         if not ((needs_a or needs_b) and _state.enabled):
             return _make(out, backend, None, 0, False)
-        pick = pickers[needs_a + 2 * needs_b]
-        saved = (pick((out, ra, rb, None)) if pick is not None  # else a shape to save
-                 else _saved(sources, users, needs_a, needs_b, out, ra, rb))
+        saved = pickers[needs_a + 2 * needs_b]((out, ra, rb, None))
         # Each input's node: its grad_fn (and output number), or a leaf's AccumulateGrad.
         first = (a.grad_fn or accumulator(a)) if needs_a else None
         second = (b.grad_fn or accumulator(b)) if needs_b else None

@@ -76,17 +76,14 @@ def _is_default(value, default):
 def array_ufunc(xp, ufunc, method, inputs, kwargs):
     """``ufunc.method(*inputs, **kwargs)`` recorded through ``xp``."""
     name = ufunc.__name__
-    if method == "__call__" and not kwargs:  # ndarray @ v, ndarray * v, np.sin(v)
-        standard = UFUNCS.get(name)
-        function = getattr(xp, standard, None) if standard is not None else None
-        if function is not None:
-            return function(*inputs)
+    if method == "__call__" and not kwargs:  # ndarray @ v, np.sin(v): no option to check
+        return _ufunc_function(xp, name)(*inputs)
     what = f"numpy ufunc {name!r}" + ("" if method == "__call__" else f".{method}")
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
     if method == "__call__":
         _check_options(what, kwargs)
-        result = _ufunc_function(xp, name, what)(*inputs)
+        result = _ufunc_function(xp, name)(*inputs)
     elif method == "reduce" and name in REDUCTIONS:
         axis = kwargs.pop("axis", 0)
         keepdims = kwargs.pop("keepdims", False)
@@ -105,7 +102,8 @@ def array_ufunc(xp, ufunc, method, inputs, kwargs):
     return _write_out(what, out, result)
 
 
-def _ufunc_function(xp, name, what):
+def _ufunc_function(xp, name):
+    """The namespace's function that NumPy's ufunc ``name`` stands for."""
     standard = UFUNCS.get(name)
     if standard is not None and hasattr(xp, standard):
         return getattr(xp, standard)
@@ -115,7 +113,7 @@ def _ufunc_function(xp, name, what):
     special = getattr(xp, "special", None)  # SciPy's ufuncs: erf, gammaln, xlogy...
     if special is not None and hasattr(special, name):
         return getattr(special, name)
-    raise unsupported(what)
+    raise unsupported(f"numpy ufunc {name!r}")
 
 
 def _write_out(what, out, result):
