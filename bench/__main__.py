@@ -497,8 +497,10 @@ def machine():
             versions.append(f"{name} {importlib.metadata.version(module)}")
         except importlib.metadata.PackageNotFoundError:
             pass
+    from arraygrad._speedups import ENGINE
+
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; " + \
-        ", ".join(versions)
+        ", ".join(versions) + f"; arraygrad's backward engine: {ENGINE}"
 
 
 def write_results(results, quick, command="python -m bench", start=RESULTS_START,

@@ -5,6 +5,7 @@ named with the rule and the stage that made it ("the `prod` rule (backward) call
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 
@@ -12,6 +13,7 @@ import numpy as np
 
 _STAGES = {"arraygrad._engine": "backward", "arraygrad._forward": "forward mode",
            "arraygrad._namespace": "forward", "arraygrad._transforms": "a transform"}
+_NODE_FRAMES = ("_traced_apply", "_traced_accumulate")  # _nodes_on_the_stack's, in the engine
 
 
 @dataclasses.dataclass
@@ -35,6 +37,8 @@ def _caller():
     frame = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
+        if module == __name__ and frame.f_code.co_name in _NODE_FRAMES:
+            module = "arraygrad._engine"
         rule = frame.f_locals.get("rule")
         if module in _STAGES and rule is not None and hasattr(rule, "vjps"):
             return rule.name, _STAGES[module]
@@ -109,12 +113,35 @@ def trace(backend, run):
     real = backend.raw
     backend._raw = Tracer(real, backend, log)
     try:
-        run()
+        with _nodes_on_the_stack():
+            run()
     except Exception as exc:
         raised = exc
     finally:
         backend._raw = real
     return log, raised
+
+
+@contextlib.contextmanager
+def _nodes_on_the_stack():
+    """Run every backward node through a Python frame that names its rule, for _caller: the
+    compiled engine (arraygrad-speedups) has no frames of its own on the stack."""
+    from arraygrad._engine import AccumulateGrad, Node
+
+    node_apply, leaf_apply = Node.apply, AccumulateGrad.apply
+
+    def _traced_apply(node, *args, **kwargs):
+        rule = node.rule  # noqa: F841  (read by _caller)
+        return node_apply(node, *args, **kwargs)
+
+    def _traced_accumulate(node, *args, **kwargs):  # arraygrad's own step, of no rule
+        return leaf_apply(node, *args, **kwargs)
+
+    Node.apply, AccumulateGrad.apply = _traced_apply, _traced_accumulate
+    try:
+        yield
+    finally:
+        Node.apply, AccumulateGrad.apply = node_apply, leaf_apply
 
 
 def cause(log, exception=None):

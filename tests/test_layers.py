@@ -10,7 +10,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "arraygrad"
 
 LAYERS = {  # docs/architecture.md's layers, numbered by what each may import
-    0: ["errors", "_standard", "hookspecs", "_grad_mode", "_numpy_protocol", "_pytree"],
+    0: ["errors", "_standard", "hookspecs", "_grad_mode", "_numpy_protocol", "_pytree",
+        "_speedups"],
     1: ["rules", "_anomaly"],
     2: ["_plugins"],
     3: ["_engine"],

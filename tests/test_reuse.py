@@ -471,3 +471,43 @@ def test_a_plugins_rule_that_reads_the_argument_keeps_it_intact(rng, monkeypatch
     variable = ag.Variable(x, requires_grad=True)
     ns.sum(ns.exp(variable * 2.0)).backward()
     np.testing.assert_allclose(variable.grad.data, 2 * np.exp(2 * x), rtol=1e-14)
+
+
+class _ReturnsHeld(ag.Function):
+    """d/dx of sum(f(x)) is an array the caller still holds (``HELD``): the engine must treat
+    it as seen elsewhere wherever it accumulates it."""
+
+    HELD = None
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return _ReturnsHeld.HELD
+
+
+@pytest.mark.parametrize("held_first", [True, False])
+def test_a_gradient_someone_else_holds_is_never_summed_into(rng, held_first):
+    """A Function's backward returns an array that its caller still holds; another path sends
+    a fresh gradient to the same node, then the sum reaches a leaf. Neither the sum into the
+    buffer nor the leaf's ``.grad`` may write into, or share, the held array, in whichever
+    order the two arrive (one reference miscounted would allow both)."""
+    _ReturnsHeld.HELD = rng.standard_normal(LARGE)  # its one holder, as a user's own array
+    before = _ReturnsHeld.HELD.copy()
+    try:
+        x = rng.standard_normal(LARGE)
+        variable = ag.Variable(x, requires_grad=True)
+        middle = variable * 1.5
+        terms = [xp.sum(_ReturnsHeld.apply(middle)), xp.sum(middle * 2.0)]
+        (terms[0] + terms[1] if held_first else terms[1] + terms[0]).backward()
+        np.testing.assert_array_equal(_ReturnsHeld.HELD, before)
+        np.testing.assert_allclose(variable.grad.data, 1.5 * (before + 2.0), rtol=1e-12)
+        # A leaf whose only gradient is the held array gets a copy of it.
+        leaf = ag.Variable(x, requires_grad=True)
+        xp.sum(_ReturnsHeld.apply(leaf)).backward()
+        assert not np.shares_memory(leaf.grad.data, _ReturnsHeld.HELD)
+        np.testing.assert_array_equal(_ReturnsHeld.HELD, before)
+    finally:
+        _ReturnsHeld.HELD = None
