@@ -438,7 +438,7 @@ def _one_array_fast(recorder):
     called on a Variable of this backend with plain Python options."""
     backend, raw_function, rule = recorder.backend, recorder.raw_function, recorder.rule
     sources, names = rule.sources, rule.params
-    coerce = backend.coerce
+    coerce, plain = backend.coerce, backend._plain_types
     general = recorder.__call__
     options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
     reads = recorder.reads
@@ -454,20 +454,23 @@ def _one_array_fast(recorder):
         data = x.data
         if in_place and not (args or kwargs) and (x.grad_fn or not x._requires_grad) and (
                 temporary_argument(x, data)):  # xp.exp(a - b): into the temporary a - b
-            out = coerce(raw_function(data, out=data))
+            out = raw_function(data, out=data)
         else:
-            out = coerce(raw_function(data, *args, **kwargs))
+            out = raw_function(data, *args, **kwargs)
+        if out.__class__ not in plain:
+            out = coerce(out)
         if not (x._requires_grad and _state.enabled):
             return _make(out, backend, None, 0, False)
         params = None
         if args or kwargs:
             params = dict(zip(names, args))
             params.update(kwargs)
-        grad_fn = x.grad_fn
+        grad_fn, dtype = x.grad_fn, out.dtype
         node = linked(rule, backend, grad_fn or accumulator(x), x._output_nr if grad_fn else 0,
-                      False, 0, ((data.shape, data.dtype), (out.shape, out.dtype)),
+                      False, 0, ((data.shape, data.dtype), (out.shape, dtype)),
                       _save_unary(sources, data, out), params)
-        if not backend.is_inexact(out.dtype):  # astype(x, int32): no gradient flows
+        # x is inexact: a result of its very dtype is too (not so astype(x, int32)'s).
+        if not (dtype is data.dtype or backend.is_inexact(dtype)):
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
 
@@ -519,7 +522,7 @@ def _binary_fast(recorder, raw_function, reflected=False):
     sources = rule.sources
     users = [range(2) if readers is None else readers for readers in rule.users]
     same_operands = SAME_OPERANDS.get(rule.name, rule)  # x * x: one VJP for both edges
-    coerce = backend.coerce
+    coerce, plain = backend.coerce, backend._plain_types
     operand = recorder.operand
     # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
     pickers = [None] + [_saved_picker(sources, users, needs) for needs in ({0}, {1}, {0, 1})]
@@ -527,15 +530,20 @@ def _binary_fast(recorder, raw_function, reflected=False):
     def function(a, b, /):
         if reflected:
             a, b = b, a
-        # operand() checks backends, Python scalars and raw arrays; Variables of ours skip it.
-        ra = a.data if a.__class__ is Variable and a._backend is backend else operand(a, 0)
-        rb = b.data if b.__class__ is Variable and b._backend is backend else operand(b, 1)
-        out = coerce(raw_function(ra, rb))
+        # operand() checks backends and raw arrays; Variables of ours and Python numbers skip it.
+        ra = a.data if a.__class__ is Variable and a._backend is backend else (
+            a if a.__class__ in _NUMBERS else operand(a, 0))
+        rb = b.data if b.__class__ is Variable and b._backend is backend else (
+            b if b.__class__ in _NUMBERS else operand(b, 1))
+        out = raw_function(ra, rb)
+        if out.__class__ not in plain:
+            out = coerce(out)
         needs_a = a.__class__ is Variable and a._requires_grad
         needs_b = b.__class__ is Variable and b._requires_grad
         if not ((needs_a or needs_b) and _state.enabled):
             return _make(out, backend, None, 0, False)
         saved = pickers[needs_a + 2 * needs_b]((out, ra, rb, None))
+        dtype = out.dtype
         # Each input's node: its grad_fn (and output number), or a leaf's AccumulateGrad.
         first = (a.grad_fn or accumulator(a)) if needs_a else None
         second = (b.grad_fn or accumulator(b)) if needs_b else None
@@ -543,9 +551,10 @@ def _binary_fast(recorder, raw_function, reflected=False):
                       first, a._output_nr if needs_a and a.grad_fn else 0,
                       second, b._output_nr if needs_b and b.grad_fn else 0,
                       ((ra.shape, ra.dtype) if needs_a else None,
-                       (rb.shape, rb.dtype) if needs_b else None, (out.shape, out.dtype)),
+                       (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),
                       saved, None)
-        if not backend.is_inexact(out.dtype):
+        # An input that requires grad is inexact: a result of its very dtype is too.
+        if not (needs_a and dtype is ra.dtype or backend.is_inexact(dtype)):
             return _make(out, backend, None, 0, False)
         return _make(out, backend, node, 0)
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import arraygrad
 from arraygrad import _engine, _speedups
 
 ROOT = Path(__file__).resolve().parent.parent
