@@ -5,6 +5,7 @@ uses the extension only while its own ``_engine.py`` is the one compiled here (a
 checkout falls back to the source, with a warning that says to rebuild)."""
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -19,8 +20,11 @@ SOURCE = HERE.parent / "arraygrad" / "_engine.py"
 if not SOURCE.is_file():
     raise SystemExit(f"arraygrad-speedups is built from arraygrad's source tree: {SOURCE} is "
                      "missing. Build it from a checkout of arraygrad: pip install ./speedups")
-COPY = HERE / "build" / "source" / "_engine.py"  # outside the package: not installed as a module
+# Compiled from build/source/arraygrad/_engine.py, which tracebacks call arraygrad/_engine.py: Python
+# finds that on sys.path to show its lines. Not in this package: not installed as a module.
+COPY = HERE / "build" / "source" / "arraygrad" / "_engine.py"
 COPY.parent.mkdir(parents=True, exist_ok=True)
+(COPY.parent / "__init__.py").write_text("")
 shutil.copyfile(SOURCE, COPY)
 (HERE / "arraygrad_speedups" / "_build.py").write_text(
     '"""Written by setup.py: what this extension was built from."""\n\n'
@@ -36,6 +40,11 @@ class BuildInPackage(build_ext):
         return super().get_ext_fullpath(ext_name.replace("arraygrad.", "arraygrad_speedups.", 1))
 
 
-engine = Extension("arraygrad._engine", [str(COPY.relative_to(HERE))])
-setup(ext_modules=cythonize([engine], compiler_directives={"language_level": 3}, quiet=True),
-      cmdclass={"build_ext": BuildInPackage})
+os.chdir(COPY.parent.parent)  # so that the compiled module calls its file arraygrad/_engine.py
+try:
+    (engine,) = cythonize([Extension("arraygrad._engine", ["arraygrad/_engine.py"])],
+                          compiler_directives={"language_level": 3}, quiet=True)
+finally:
+    os.chdir(HERE)
+engine.sources = [str(COPY.parent.parent / source) for source in engine.sources]
+setup(ext_modules=[engine], cmdclass={"build_ext": BuildInPackage})

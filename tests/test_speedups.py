@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import arraygrad
 from arraygrad import _engine, _speedups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,3 +122,19 @@ def test_cython_versions_are_compared_as_numbers(text, version):
     assert (_speedups._version(text) >= _speedups.MIN_CYTHON) == (version >= (3, 1))
 
 
+
+
+@compiled
+def test_a_traceback_through_the_compiled_engine_names_its_source_file():
+    import traceback
+
+    import numpy as np
+
+    xp = arraygrad.namespace("numpy")
+    x = arraygrad.Variable(np.ones(3), requires_grad=True)
+    y = xp.sum(xp.sin(x))
+    y.backward()
+    with pytest.raises(arraygrad.BackwardError) as raised:
+        y.backward()
+    frames = traceback.extract_tb(raised.value.__traceback__)
+    assert [frame.lineno for frame in frames if frame.filename == "arraygrad/_engine.py"]
