@@ -12,7 +12,8 @@ hooks takes one around those; nothing else is locked, so no op pays for it.
 
 ``speedups/`` compiles this module, unchanged, with Cython (``arraygrad._speedups`` loads it).
 Compiled functions hold a reference to each argument and local as these frames do, so the
-reference counts written below hold for both; the tests run on both.
+reference counts written below hold for both (a call into them from interpreted code holds one
+more, the caller's stack slot, which can only make reuse rarer); the tests run on both.
 """
 
 from __future__ import annotations

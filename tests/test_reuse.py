@@ -488,26 +488,44 @@ class _ReturnsHeld(ag.Function):
         return _ReturnsHeld.HELD
 
 
-@pytest.mark.parametrize("held_first", [True, False])
-def test_a_gradient_someone_else_holds_is_never_summed_into(rng, held_first):
+class _ReturnsHeldToo(_ReturnsHeld):
+    HELD = None
+
+    @staticmethod
+    def backward(ctx, g):
+        return _ReturnsHeldToo.HELD
+
+
+@pytest.mark.parametrize("other", ["fresh first", "fresh last", "held too"])
+def test_a_gradient_someone_else_holds_is_never_summed_into(rng, other):
     """A Function's backward returns an array that its caller still holds; another path sends
-    a fresh gradient to the same node, then the sum reaches a leaf. Neither the sum into the
-    buffer nor the leaf's ``.grad`` may write into, or share, the held array, in whichever
-    order the two arrive (one reference miscounted would allow both)."""
-    _ReturnsHeld.HELD = rng.standard_normal(LARGE)  # its one holder, as a user's own array
-    before = _ReturnsHeld.HELD.copy()
+    the same node a fresh gradient (first or last) or another held array, then the sum reaches
+    a leaf. Neither the sum into the buffer nor the leaf's ``.grad`` may write into, or share,
+    a held array (one reference miscounted would allow it: a compiled engine whose functions
+    borrowed their arguments' references, as Cython's did before 3.1, fails this)."""
+    # Each held array's one holder, as a user's own array would have.
+    _ReturnsHeld.HELD = rng.standard_normal(LARGE)  # not rows of one array: views are never reused
+    _ReturnsHeldToo.HELD = rng.standard_normal(LARGE)
+    before, before_too = _ReturnsHeld.HELD.copy(), _ReturnsHeldToo.HELD.copy()
     try:
         x = rng.standard_normal(LARGE)
         variable = ag.Variable(x, requires_grad=True)
         middle = variable * 1.5
-        terms = [xp.sum(_ReturnsHeld.apply(middle)), xp.sum(middle * 2.0)]
-        (terms[0] + terms[1] if held_first else terms[1] + terms[0]).backward()
+        held = xp.sum(_ReturnsHeld.apply(middle))
+        if other == "held too":
+            (held + xp.sum(_ReturnsHeldToo.apply(middle))).backward()
+            expected = before + before_too
+        else:
+            fresh = xp.sum(middle * 2.0)
+            (held + fresh if other == "fresh last" else fresh + held).backward()
+            expected = before + 2.0
         np.testing.assert_array_equal(_ReturnsHeld.HELD, before)
-        np.testing.assert_allclose(variable.grad.data, 1.5 * (before + 2.0), rtol=1e-12)
+        np.testing.assert_array_equal(_ReturnsHeldToo.HELD, before_too)
+        np.testing.assert_allclose(variable.grad.data, 1.5 * expected, rtol=1e-12)
         # A leaf whose only gradient is the held array gets a copy of it.
         leaf = ag.Variable(x, requires_grad=True)
         xp.sum(_ReturnsHeld.apply(leaf)).backward()
         assert not np.shares_memory(leaf.grad.data, _ReturnsHeld.HELD)
         np.testing.assert_array_equal(_ReturnsHeld.HELD, before)
     finally:
-        _ReturnsHeld.HELD = None
+        _ReturnsHeld.HELD = _ReturnsHeldToo.HELD = None
