@@ -180,11 +180,12 @@ class Node:
         rule = self.rule
         if saved is _FREED or rule.vjps is None:
             raise self._cannot_run()
+        backend = self.backend
         if create_graph:
-            xp = self.backend.ns
+            xp = backend.ns
             saved = self.saved_variables()
-        else:
-            xp = self.backend.raw
+        else:  # loaded already where the forward ran (the property loads it)
+            xp = backend._raw if backend._raw is not None else backend.raw
         if self.n_outputs == 1:
             g = grads[0]
             if g.__class__ is IndexedGrad:
@@ -204,12 +205,12 @@ class Node:
             self.saved = _FREED
         results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
         meta = self.meta
-        plain = self.backend._plain_types
+        plain = backend._plain_types
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
                 if grad.__class__ not in plain:  # numpy.float64 from 0-d arithmetic, say
                     if grad.__class__ is not IndexedGrad:  # (kept sparse, when it fits)
-                        grad = results[i] = self.backend.coerce(grad)
+                        grad = results[i] = backend.coerce(grad)
                 shape, dtype = meta[i]
                 if grad.shape != shape or grad.dtype != dtype:
                     results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i)
@@ -287,7 +288,7 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False):
             finally:
                 _scratch.grad, _scratch.saved = None, ()
         else:
-            results.append(vjp(xp, g, *args, **options))
+            results.append(vjp(xp, g, *args, **options) if params else vjp(xp, g, *args))
     return results
 
 
