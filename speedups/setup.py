@@ -20,8 +20,8 @@ SOURCE = HERE.parent / "arraygrad" / "_engine.py"
 if not SOURCE.is_file():
     raise SystemExit(f"arraygrad-speedups is built from arraygrad's source tree: {SOURCE} is "
                      "missing. Build it from a checkout of arraygrad: pip install ./speedups")
-# Compiled from build/source/arraygrad/_engine.py, which tracebacks call arraygrad/_engine.py: Python
-# finds that on sys.path to show its lines. Not in this package: not installed as a module.
+# Compiled from build/source/arraygrad/_engine.py, which tracebacks call arraygrad/_engine.py
+# (Python finds that on sys.path to show its lines). Outside the package: not installed.
 COPY = HERE / "build" / "source" / "arraygrad" / "_engine.py"
 COPY.parent.mkdir(parents=True, exist_ok=True)
 (COPY.parent / "__init__.py").write_text("")
