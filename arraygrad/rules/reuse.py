@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ._core import backends, host_reads
+from ._core import _REAL_NUMBERS, backends, host_reads
 
 _EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 """Reference counts tell who can see an array only where every reference is counted: CPython
@@ -97,9 +97,6 @@ def _broadcast_one(g) -> bool:
             and not any(g.strides) and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
 
 
-_REAL_SCALARS = (int, float)
-
-
 def times(g, d):
     """``g * d`` for a VJP, without a new array where none is needed: computed in place in
     ``g`` (when the engine allows it), ``d`` itself when ``g`` is a broadcast 1, or computed in
@@ -107,7 +104,7 @@ def times(g, d):
     xp.cos(x))``), always keeping the shape and dtype of ``g * d``. A VJP calls it at most once,
     as its last use of ``g`` and of ``d``; joint VJPs never get a ``g`` they may overwrite."""
     if g is _scratch.grad:  # the engine lets this VJP overwrite g
-        if d.__class__ in _REAL_SCALARS or (
+        if d.__class__ in _REAL_NUMBERS or (
                 d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
             g *= d
             return g
