@@ -25,7 +25,7 @@ import weakref
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import is_complex, is_complex_dtype
-from .rules.reuse import IndexedGrad, _scratch, dense, large, private
+from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, private
 
 _FREED = object()
 
@@ -186,10 +186,18 @@ class Node:
             saved = self.saved_variables()
         else:  # loaded already where the forward ran (the property loads it)
             xp = backend._raw if backend._raw is not None else backend.raw
+        broadcast = None  # the BroadcastGrad whose small value the rule's VJPs take as g
         if self.n_outputs == 1:
             g = grads[0]
             if g.__class__ is IndexedGrad:
                 g = g.dense()
+            elif g.__class__ is BroadcastGrad:
+                vjps = getattr(rule, "broadcast_vjps", None)  # (a Function's rule has none)
+                if vjps is not None and not create_graph:
+                    broadcast = g
+                    g = g.value
+                else:
+                    g = g.dense()
         else:
             device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
             g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
@@ -203,17 +211,22 @@ class Node:
         spent = saved and not retain_graph
         if spent:  # released first: the last VJP may then overwrite what only it still holds
             self.saved = _FREED
-        results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
+        if broadcast is None:
+            results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
+        else:
+            results = run_vjps(rule, xp, g, saved, self.params, edges, vjps=vjps)
         meta = self.meta
         plain = backend._plain_types
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
                 if grad.__class__ not in plain:  # numpy.float64 from 0-d arithmetic, say
-                    if grad.__class__ is not IndexedGrad:  # (kept sparse, when it fits)
-                        grad = results[i] = backend.coerce(grad)
+                    if grad.__class__ is not IndexedGrad and grad.__class__ is not BroadcastGrad:
+                        grad = results[i] = backend.coerce(grad)  # (those are kept, when fit)
                 shape, dtype = meta[i]
-                if grad.shape != shape or grad.dtype != dtype:
-                    results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i)
+                if broadcast is not None:
+                    results[i] = _fit_broadcast(xp, grad, broadcast, shape, dtype, rule.display, i)
+                elif grad.shape != shape or grad.dtype != dtype:
+                    results[i] = _fit_backward(xp, dense(grad), shape, dtype, rule.display, i)
         return results
 
     def _cannot_run(self):
@@ -255,8 +268,9 @@ class Node:
         return values
 
 
-def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False):
-    """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others.
+def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=None):
+    """Call a rule's VJPs (or ``vjps``, its broadcast ones) for the inputs that have an edge;
+    ``None`` for the others.
 
     ``owned``: ``g`` is the engine's own temporary, which the last per-argument VJP to read it
     may overwrite (``rules.times``) unless an earlier one returned it or a view of it.
@@ -266,7 +280,8 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False):
     if rule.joint is not None:  # it reads g for several results: never let it overwrite g
         return list(rule.joint(xp, g, *rule.pickers[0](saved),
                                **(_options(params, rule.keywords[0]) if params else {})))
-    vjps = rule.vjps
+    if vjps is None:
+        vjps = rule.vjps
     results = []
     if owned or spent:  # only the last VJP called may overwrite g or saved arrays
         last = len(edges) - 1
@@ -462,12 +477,79 @@ def fit(xp, grad, shape, dtype, op, index):
                 grad = xp.reshape(grad, shape)
         else:
             grad = xp.broadcast_to(grad, shape)
+    return _cast(xp, grad, dtype)
+
+
+def _cast(xp, grad, dtype):
     if grad.dtype != dtype:
         if is_complex(grad) and not is_complex_dtype(dtype):
             grad = xp.real(grad)
         if grad.dtype != dtype:
             grad = xp.astype(grad, dtype)
     return grad
+
+
+def _fit_backward(xp, grad, shape, dtype, op, index):
+    """:func:`fit` for backward, but a gradient that only needs expanding (``sum``'s) stays small,
+    a :class:`BroadcastGrad`."""
+    gshape = tuple(grad.shape)
+    if gshape != shape and _fit_plan(gshape, shape, op, index)[0] is _EXPAND:
+        return BroadcastGrad(xp, shape, _cast(xp, grad, dtype))
+    return fit(xp, grad, shape, dtype, op, index)
+
+
+_broadcast_plans: dict = {}  # {(result shape, output shape, input shape): plan}
+
+
+def _broadcast_plan(gshape, out, shape, op, index):
+    """How to bring a broadcast VJP's result of shape ``gshape``, which stands for itself
+    broadcast to the output's shape ``out``, to an input of ``shape``: pad it to the output's
+    rank, sum the reduced axes along which it varies, multiply by the lengths of those along
+    which it is constant, and drop the leading axes."""
+    key = (gshape, out, shape)
+    plan = _broadcast_plans.get(key)
+    if plan is None:
+        lead = len(out) - len(shape)
+        padded = (1,) * (len(out) - len(gshape)) + gshape
+        if len(gshape) > len(out) or not _broadcasts(padded, out) or not _broadcasts(shape, out):
+            raise GradientError(
+                f"internal error: the rule {op} returned a gradient of shape {gshape} for its "
+                f"argument {index} of shape {shape} and an output of shape {out}. Please report "
+                "this bug.")
+        reduced = [i for i in range(len(out))
+                   if (i < lead or shape[i - lead] == 1) and out[i] != 1]
+        sums = tuple(i for i in reduced if padded[i] != 1)
+        factor = 1
+        for i in reduced:
+            if padded[i] == 1:
+                factor *= out[i]
+        kept = tuple(1 if i in reduced else n for i, n in enumerate(padded))[lead:]
+        plan = (padded, sums, factor, kept)
+        if len(_broadcast_plans) > 4096:
+            _broadcast_plans.clear()
+        _broadcast_plans[key] = plan
+    return plan
+
+
+def _fit_broadcast(xp, grad, broadcast, shape, dtype, op, index):
+    """Fit a broadcast VJP's result to its input (see :func:`_broadcast_plan`); it stays a
+    :class:`BroadcastGrad` where it is still smaller, expanded as ``broadcast`` was where the
+    shapes agree (Dask: over the same chunks)."""
+    out = broadcast.shape
+    gshape = tuple(grad.shape)
+    padded, sums, factor, kept = _broadcast_plan(gshape, out, shape, op, index)
+    if gshape != padded:
+        grad = xp.reshape(grad, padded)
+    if sums:
+        grad = xp.sum(grad, axis=sums, keepdims=True)
+    if factor != 1:
+        grad = grad * factor
+    if padded != kept:
+        grad = xp.reshape(grad, kept)
+    grad = _cast(xp, grad, dtype)
+    if kept == shape:
+        return grad
+    return BroadcastGrad(xp, shape, grad, broadcast.expand if shape == out else None)
 
 
 def backward(roots, retain_graph, create_graph, capture=None, cut=False):
@@ -572,6 +654,8 @@ def _accumulate(buffers, node, output_nr, grad):
     old = buffer[output_nr]
     if old is None:
         buffer[output_nr] = grad
+    elif BroadcastGrad in (old.__class__, grad.__class__):
+        buffer[output_nr] = _add_broadcast(old, grad)
     elif IndexedGrad in (old.__class__, grad.__class__):
         buffer[output_nr] = _add_indexed(old, grad)
     elif old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
@@ -587,6 +671,14 @@ def _accumulate(buffers, node, output_nr, grad):
             buffer[output_nr] = old + grad
     else:
         buffer[output_nr] = old + grad
+
+
+def _add_broadcast(old, grad):
+    """The sum of two gradients, one or both a :class:`BroadcastGrad`: small if both are."""
+    if old.__class__ is grad.__class__:
+        return BroadcastGrad(old.xp, old.shape, old.value + grad.value, old.expand)
+    broadcast, other = (old, grad) if old.__class__ is BroadcastGrad else (grad, old)
+    return dense(other) + broadcast.dense()
 
 
 def _add_indexed(old, grad):

@@ -2,6 +2,7 @@
 computes, a least-squares gradient computes on a real ``LocalCluster``'s workers, float64
 gradient checks, agreement with NumPy, data-dependent shapes declared unsupported."""
 
+import collections
 import logging
 
 import numpy as np
@@ -134,6 +135,34 @@ def test_least_squares_gradient_graph_has_no_rechunk_and_the_size_of_the_hand_wr
     assert len(ours_graph) <= 1.2 * len(hand_graph), (len(ours_graph), len(hand_graph))
     residual = X.compute() @ w0.compute() - y.compute()
     np.testing.assert_allclose(ours.compute(), 2 / 4_000 * X.compute().T @ residual, rtol=1e-10)
+
+
+def test_the_square_of_a_mean_costs_one_full_size_product_per_chunk():
+    # mean's gradient reaches ** 2 small (a BroadcastGrad): its VJP is (g * 2) * r, one
+    # multiplication a chunk, as 2 / n * r by hand, where a gradient spread over the chunks of r
+    # first took two (2 * r, then times g) and a spread task a chunk.
+    xp = ag.namespace(NAME)
+    rng = da.random.default_rng(2)
+    X = rng.standard_normal((2_000, 3), chunks=(100, 3))
+    y = rng.standard_normal((2_000,), chunks=(100,))
+    w0 = da.from_array(np.array([0.5, -1.0, 2.0]))
+    w = ag.Variable(w0, requires_grad=True)
+    xp.mean((ag.Variable(X) @ w - ag.Variable(y)) ** 2).backward()
+    kinds = collections.Counter(
+        (key[0] if isinstance(key, tuple) else key).rsplit("-", 1)[0]
+        for key in dict(w.grad.data.__dask_graph__()))
+    assert kinds["_broadcast_block"] == 0, kinds
+    assert kinds["mul"] <= X.numblocks[0] + 1, kinds  # (g * 2) on g's one chunk, then a chunk each
+    residual = X.compute() @ w0.compute() - y.compute()
+    np.testing.assert_allclose(w.grad.data.compute(), 2 / 2_000 * X.compute().T @ residual,
+                               rtol=1e-10)
+    # A consumer without broadcast VJPs (sin), after one with them (negative), still gets the
+    # gradient spread over the chunks of its input: no single chunk of the whole length.
+    v = ag.Variable(y, requires_grad=True)
+    xp.sum(-xp.sin(v)).backward()
+    assert v.grad.data.chunks == y.chunks
+    assert not [key for key in dict(v.grad.data.__dask_graph__()) if "rechunk" in str(key)]
+    np.testing.assert_allclose(v.grad.data.compute(), -np.cos(y.compute()), rtol=1e-14)
 
 
 def test_data_dependent_shapes_are_declared_unsupported():

@@ -8,15 +8,18 @@ rule yields higher derivatives. Each array argument gets a vector-Jacobian produ
 those are kept alive for backward. Keyword-only parameters receive the op's options (``axis``...).
 
 A rule may return a gradient whose shape broadcasts to or from its argument's shape, and of a
-related dtype: the engine fits shape and dtype once, centrally.
+related dtype: the engine fits shape and dtype once, centrally. A gradient that only needs
+broadcasting stays small (``reuse.BroadcastGrad``); a rule registered with ``defbroadcast`` has
+VJPs that take that small ``g`` as it is, each of whose results stands for itself broadcast to
+the output's shape (``add``, ``pow``...); every other rule gets it full-size.
 """
 
 from __future__ import annotations
 
 from ._core import (LINEAR, NONDIFFERENTIABLE, RULES, TRANSPOSE, BackendQueries, Rule,
-                    backends, conj, defjoint, defvjp, device_of, expand_reduced, get_index,
-                    host_reads, is_complex, is_complex_dtype, no_rule, nondifferentiable,
-                    normalize_axis, set_index, sum_to)
-from .reuse import forget_reusable_types, private, times
+                    backends, conj, defbroadcast, defjoint, defvjp, device_of, expand_reduced,
+                    get_index, host_reads, is_complex, is_complex_dtype, no_rule,
+                    nondifferentiable, normalize_axis, set_index, sum_to)
+from .reuse import BroadcastGrad, forget_reusable_types, private, times
 from . import (creation, elementwise, fft, indexing, linalg, linalg_eig,  # noqa: F401
                linear_algebra, manipulation, reuse, searching, statistical, utility)

@@ -34,7 +34,7 @@ class Rule:
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional")
+                 "pickers", "users", "positional", "broadcast_vjps")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1):
@@ -56,6 +56,7 @@ class Rule:
         # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR or TRANSPOSE.
         self.jvps = jvps if jvps in (LINEAR, TRANSPOSE) else tuple(jvps)
         self.outputs = outputs
+        self.broadcast_vjps = None  # VJPs for a g that only broadcasts to the output (defbroadcast)
         backward = (joint,) if joint is not None else (self.vjps or ())
         forward = self.jvps if self.jvps not in (LINEAR, TRANSPOSE) else ()
         saves: list[str] = []
@@ -142,6 +143,20 @@ def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outpu
     """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient)."""
     RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
                        outputs=outputs)
+
+
+def defbroadcast(name: str, *vjps):
+    """Register VJPs of ``name`` for a ``g`` that broadcasts to its output's shape (a
+    :class:`~arraygrad.rules.reuse.BroadcastGrad`'s small value), with the parameters of its
+    VJPs. Each result stands for itself broadcast to the output's shape: the engine sums it to
+    the argument's shape (a multiplication where it is constant along an axis)."""
+    rule = RULES[name]
+    if len(vjps) != len(rule.vjps) or any(
+            (vjp is None) != (main is None) or (vjp is not None and _signature(vjp, name)
+                                                != _signature(main, name))
+            for vjp, main in zip(vjps, rule.vjps)):
+        raise TypeError(f"rule {name!r}: broadcast VJPs must take the parameters of its VJPs")
+    rule.broadcast_vjps = tuple(vjps)
 
 
 def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,

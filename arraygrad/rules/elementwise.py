@@ -13,7 +13,8 @@ import cmath
 import inspect
 import math
 
-from ._core import LINEAR, RULES, Rule, conj, defvjp, is_complex, nondifferentiable, sum_to
+from ._core import (LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
+                    nondifferentiable, sum_to)
 from .reuse import reciprocal, times
 
 
@@ -161,6 +162,22 @@ defvjp("pow",
        arrays="x1 x2",
        jvps=(lambda xp, t, x1, x2: t * _pow_base_derivative(xp, x1, x2),
              lambda xp, t, ans, x1, x2: t * _pow_exponent_derivative(xp, ans, x1, x2)))
+
+
+def _vjp_pow_base_broadcast(xp, g, x1, x2):
+    """``x1 ** c``'s VJP for a small ``g`` (``mean(r ** 2)``): the constant goes on ``g`` first,
+    so that one full-size product is made, ``(g * 2) * r``, as by hand."""
+    if not hasattr(x2, "shape") and x2 != 0 and x2 != 0.5:
+        return (g * conj(xp, x2)) * conj(xp, x1 if x2 == 2 else x1 ** (x2 - 1))
+    return g * conj(xp, _pow_base_derivative(xp, x1, x2))
+
+
+# VJPs for a g that broadcasts to the output (sum's, mean's: a BroadcastGrad's value).
+defbroadcast("add", lambda xp, g: g, lambda xp, g: g)
+defbroadcast("subtract", lambda xp, g: g, lambda xp, g, x2_shape: -g)
+defbroadcast("negative", lambda xp, g: -g)
+defbroadcast("positive", lambda xp, g: g)
+defbroadcast("pow", _vjp_pow_base_broadcast, RULES["pow"].vjps[1])
 
 
 def _share(xp, g, x1, x2, loses):

@@ -174,6 +174,30 @@ class IndexedGrad:
         return full
 
 
+class BroadcastGrad:
+    """A gradient that is ``value`` broadcast to ``shape`` (what ``sum`` and ``mean`` send
+    back), kept small: a rule with VJPs for such a ``g`` (``Rule.broadcast_vjps``: ``add``,
+    ``pow``...) computes on ``value``, so that ``mean(r ** 2)`` costs one full-size product,
+    ``(g * 2) * r``, instead of two; whatever else reads it gets :meth:`dense`. ``expand``: how
+    a backend makes it full-size (Dask spreads it over the input's chunks); else a broadcast."""
+
+    __slots__ = ("xp", "shape", "value", "dtype", "expand")
+
+    def __init__(self, xp, shape, value, expand=None):
+        self.xp, self.shape, self.value, self.expand = xp, shape, value, expand
+        self.dtype = value.dtype
+
+    def dense(self):
+        value = self.value
+        if value.ndim < len(self.shape):  # as an expand over the input's axes expects
+            value = self.xp.reshape(value, (1,) * (len(self.shape) - value.ndim)
+                                     + tuple(value.shape))
+        if self.expand is not None:
+            return self.expand(value)
+        return self.xp.broadcast_to(value, self.shape)
+
+
 def dense(grad):
-    """``grad`` as an array (an :class:`IndexedGrad` materialised)."""
-    return grad.dense() if grad.__class__ is IndexedGrad else grad
+    """``grad`` as an array (an :class:`IndexedGrad` or :class:`BroadcastGrad` materialised)."""
+    cls = grad.__class__
+    return grad.dense() if cls is IndexedGrad or cls is BroadcastGrad else grad

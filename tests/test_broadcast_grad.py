@@ -1,0 +1,111 @@
+"""Broadcast gradients: what ``sum`` and ``mean`` send back stays small (a ``BroadcastGrad``)
+until something needs it full-size, and rules with broadcast VJPs (``add``, ``subtract``,
+``negative``, ``positive``, ``pow``) compute on the small value. Every gradient must be what the
+full-size path gives, whatever the broadcasting of the operands, and everything the user can
+reach (hooks, retained and leaf gradients, ``autograd.grad``) sees full-size arrays."""
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+from arraygrad import rules
+from arraygrad.testing import check_grads
+
+xp = ag.namespace("numpy")
+rng = np.random.default_rng(7)
+COLUMN, ROW = rng.standard_normal((3, 1)), rng.standard_normal((1, 4))
+FULL, SCALAR = rng.standard_normal((2, 3, 4)), rng.standard_normal(())
+WEIGHTS = np.arange(1.0, 5.0)  # not symmetric: a gradient in the wrong place shows
+
+CASES = {
+    # name: (function, arguments); each reduces to a scalar through sum or mean.
+    "sum of a broadcast sum": (lambda a, b: xp.sum(a + b), (COLUMN, ROW)),
+    "mean of a negated square": (lambda a, b: xp.mean(-(a + b) ** 2), (COLUMN, ROW)),
+    "partial sum, then weighted": (
+        lambda a, b: xp.sum(xp.sum(a - b, axis=0) * WEIGHTS), (COLUMN, ROW)),
+    "mean over kept axes": (
+        lambda a, b: xp.sum(xp.mean(+a - b, axis=(0, 2), keepdims=True) ** 3), (FULL, ROW)),
+    "rank-3 minus a scalar": (lambda a, s: xp.mean((a - s) ** 3), (FULL, SCALAR)),
+    "scalar minus a rank-3": (lambda a, s: xp.sum(s - a), (FULL, SCALAR)),
+    "power with a broadcast exponent": (
+        lambda a, b: xp.sum(xp.abs(a) ** b), (COLUMN, ROW)),
+    "power with a Python exponent": (lambda a, b: xp.mean(xp.abs(a - b) ** 2.5), (COLUMN, ROW)),
+    "cube then reciprocal power": (lambda a, b: xp.sum((a * a + 1.0) ** -1.5 + b), (FULL, ROW)),
+    "two sums of one operand": (lambda a, b: xp.sum(a + b) + xp.sum(-a), (COLUMN, ROW)),
+    "sum and a dense path": (lambda a, b: xp.sum(a + b) + xp.sum(xp.sin(a) * b), (COLUMN, ROW)),
+    "maximum and a sum": (lambda a, b: xp.max(a + b) + xp.sum(a - 1.0), (FULL, ROW)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_gradients_match_differences(name):
+    f, args = CASES[name]
+    check_grads(f, args, order=2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_other_dtypes(dtype):
+    a, b = COLUMN.astype(dtype), ROW.astype(dtype)
+    if dtype.startswith("complex"):
+        a, b = a * (1 + 0.5j), b * (0.3 - 1j)
+    check_grads(lambda a, b: xp.real(xp.sum((a - b) ** 2 + a)), (a, b), order=1)
+
+
+def test_the_broadcast_vjps_get_the_small_value(monkeypatch):
+    seen = []
+    pow_rule = rules.RULES["pow"]
+    base, exponent = pow_rule.broadcast_vjps
+
+    def spy(xp, g, x1, x2):
+        seen.append(tuple(g.shape))
+        return base(xp, g, x1, x2)
+
+    monkeypatch.setattr(pow_rule, "broadcast_vjps", (spy, exponent))
+    a = ag.Variable(FULL, requires_grad=True)
+    xp.mean((a - 1.0) ** 2).backward()
+    assert seen == [(1, 1, 1)]  # mean's gradient, never expanded to (2, 3, 4)
+    np.testing.assert_allclose(a.grad.data, 2 * (FULL - 1.0) / FULL.size, rtol=1e-14)
+
+
+def test_hooks_retained_and_captured_gradients_are_full_size():
+    a = ag.Variable(COLUMN, requires_grad=True)
+    b = ag.Variable(ROW, requires_grad=True)
+    y = a + b
+    y.retain_grad()
+    hooked = []
+    y.register_hook(lambda g: hooked.append(g.shape))
+    z = -y
+    xp.sum(z).backward()
+    assert hooked == [(3, 4)]
+    np.testing.assert_array_equal(y.grad.data, -np.ones((3, 4)))
+    np.testing.assert_array_equal(a.grad.data, np.full((3, 1), -4.0))
+    np.testing.assert_array_equal(b.grad.data, np.full((1, 4), -3.0))
+    for leaf in (a, b):  # a leaf's .grad is its own writable array, not a broadcast view
+        assert leaf.grad.data.base is None and leaf.grad.data.flags.writeable
+    c = ag.Variable(COLUMN, requires_grad=True)
+    w = c + 0.0
+    (grad_w,) = ag.autograd.grad(xp.mean(w - 1.0), [w])
+    assert grad_w.shape == (3, 1)
+    np.testing.assert_array_equal(grad_w.data, np.full((3, 1), 1 / 3))
+
+
+def test_accumulated_broadcast_gradients_add_up():
+    a = ag.Variable(COLUMN, requires_grad=True)
+    (xp.sum(a + 1.0) + xp.sum(-a) * 2.0 + xp.mean(a - ROW)).backward()
+    np.testing.assert_allclose(a.grad.data, np.full((3, 1), 1.0 - 2.0 + 4 / 12), rtol=1e-14)
+
+
+def test_against_torch():
+    torch = pytest.importorskip("torch")
+    a, b = ag.Variable(FULL, requires_grad=True), ag.Variable(ROW, requires_grad=True)
+    xp.mean(-(a - b) ** 3 + (+b * b + 1.0) ** 2.5).backward()
+    ta = torch.tensor(FULL, requires_grad=True)
+    tb = torch.tensor(ROW, requires_grad=True)
+    torch.mean(-(ta - tb) ** 3 + (+tb * tb + 1.0) ** 2.5).backward()
+    np.testing.assert_allclose(a.grad.data, ta.grad.numpy(), rtol=1e-13)
+    np.testing.assert_allclose(b.grad.data, tb.grad.numpy(), rtol=1e-13)
+
+
+def test_broadcast_vjps_must_take_the_rules_parameters():
+    with pytest.raises(TypeError, match="parameters of its VJPs"):
+        rules.defbroadcast("pow", lambda xp, g: g, rules.RULES["pow"].vjps[1])
