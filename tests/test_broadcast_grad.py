@@ -109,3 +109,57 @@ def test_against_torch():
 def test_broadcast_vjps_must_take_the_rules_parameters():
     with pytest.raises(TypeError, match="parameters of its VJPs"):
         rules.defbroadcast("pow", lambda xp, g: g, rules.RULES["pow"].vjps[1])
+
+
+
+def _random_case(rng):
+    """Two operands of broadcast-compatible random shapes (size-1 axes, missing leading ones),
+    a random chain of the rules with broadcast VJPs starting with a binary one, and a sum or
+    mean over random axes of its result."""
+    out = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(1, 4)))
+    shapes = []
+    for _ in range(2):
+        shape = tuple(n if rng.random() < 0.6 else 1 for n in out)
+        shapes.append(shape[int(rng.integers(0, len(shape) + 1)):])
+    steps = [str(rng.choice(["add", "sub", "rsub"]))] + [
+        str(s) for s in rng.choice(["add", "sub", "rsub", "neg", "pos", "square", "cube"], 3)]
+    ndim = max(len(shape) for shape in shapes)
+    axis = tuple(sorted({int(a) for a in rng.integers(0, ndim, size=2)})) if ndim else None
+    return shapes, steps, str(rng.choice(["sum", "mean"])), axis, bool(rng.random() < 0.5)
+
+
+
+STEPS = {"add": lambda y, b: y + b, "sub": lambda y, b: y - b, "rsub": lambda y, b: b - y,
+         "neg": lambda y, b: -y, "pos": lambda y, b: +y, "square": lambda y, b: y ** 2,
+         "cube": lambda y, b: y ** 3}
+
+
+def _chain(a, b, steps):
+    for step in steps:
+        a = STEPS[step](a, b)
+    return a
+
+
+def test_random_chains_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        (sa, sb), steps, reduce, axis, keepdims = _random_case(rng)
+        a0, b0 = rng.standard_normal(sa) * 0.5, rng.standard_normal(sb) * 0.5
+        # Weights on the reduced result: the gradient reaching the reduction is not uniform.
+        expected = getattr(np, reduce)(_chain(a0, b0, steps), axis=axis, keepdims=keepdims)
+        weights = rng.standard_normal(np.shape(expected))
+        a, b = ag.Variable(a0, requires_grad=True), ag.Variable(b0, requires_grad=True)
+        reduced = getattr(xp, reduce)(_chain(a, b, steps), axis=axis, keepdims=keepdims)
+        xp.sum(reduced * weights).backward()
+        ta, tb = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+        y = _chain(ta, tb, steps)
+        y = getattr(torch, reduce)(y, dim=axis if axis is not None else tuple(range(y.ndim)),
+                                   keepdim=keepdims)
+        torch.sum(y * torch.tensor(weights)).backward()
+        where = f"{sa} {sb} {steps} {reduce} axis={axis} keepdims={keepdims}"
+        np.testing.assert_allclose(reduced.data, expected, rtol=1e-12, err_msg=where)
+        np.testing.assert_allclose(a.grad.data, ta.grad.numpy(), rtol=1e-12, atol=1e-14,
+                                   err_msg=where)
+        np.testing.assert_allclose(b.grad.data, tb.grad.numpy(), rtol=1e-12, atol=1e-14,
+                                   err_msg=where)
