@@ -654,8 +654,19 @@ def _accumulate(buffers, node, output_nr, grad):
     old = buffer[output_nr]
     if old is None:
         buffer[output_nr] = grad
-    elif BroadcastGrad in (old.__class__, grad.__class__):
-        buffer[output_nr] = _add_broadcast(old, grad)
+    elif old.__class__ is BroadcastGrad or grad.__class__ is BroadcastGrad:
+        # Small if both are; else added into the dense one in place, if it is the engine's own
+        # temporary (references as below; grad.__iadd__, not grad +=, which rebinds the name: a
+        # compiled function holds one more reference to an argument it rebinds).
+        if old.__class__ is grad.__class__:
+            buffer[output_nr] = BroadcastGrad(old.xp, old.shape, old.value + grad.value,
+                                              old.expand)
+        elif grad.__class__ is BroadcastGrad and old.dtype == grad.dtype and _unshared(old):
+            old += grad.value
+        elif old.__class__ is BroadcastGrad and old.dtype == grad.dtype and _unshared(grad, 6):
+            buffer[output_nr] = grad.__iadd__(old.value)
+        else:
+            buffer[output_nr] = dense(old) + dense(grad)
     elif IndexedGrad in (old.__class__, grad.__class__):
         buffer[output_nr] = _add_indexed(old, grad)
     elif old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
@@ -665,20 +676,11 @@ def _accumulate(buffers, node, output_nr, grad):
         if _unshared(old):
             old += grad
         elif _unshared(grad, 6):
-            grad += old
-            buffer[output_nr] = grad
+            buffer[output_nr] = grad.__iadd__(old)
         else:
             buffer[output_nr] = old + grad
     else:
         buffer[output_nr] = old + grad
-
-
-def _add_broadcast(old, grad):
-    """The sum of two gradients, one or both a :class:`BroadcastGrad`: small if both are."""
-    if old.__class__ is grad.__class__:
-        return BroadcastGrad(old.xp, old.shape, old.value + grad.value, old.expand)
-    broadcast, other = (old, grad) if old.__class__ is BroadcastGrad else (grad, old)
-    return dense(other) + broadcast.dense()
 
 
 def _add_indexed(old, grad):

@@ -4,6 +4,8 @@ until something needs it full-size, and rules with broadcast VJPs (``add``, ``su
 full-size path gives, whatever the broadcasting of the operands, and everything the user can
 reach (hooks, retained and leaf gradients, ``autograd.grad``) sees full-size arrays."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,21 @@ def test_random_chains_against_torch():
                                    err_msg=where)
         np.testing.assert_allclose(b.grad.data, tb.grad.numpy(), rtol=1e-12, atol=1e-14,
                                    err_msg=where)
+
+
+@pytest.mark.skipif(not rules.reuse._EXACT_REFCOUNTS,
+                    reason="reuse is off where reference counts are not exact")
+@pytest.mark.parametrize("order", ["broadcast first", "broadcast last"])
+def test_a_broadcast_gradient_is_added_in_place_into_a_fresh_one(order):
+    # x gets cos(x), a fresh array of the engine's, and sum's small 1 through subtract: the sum
+    # takes no second full-size array.
+    x0 = np.linspace(-1.0, 1.0, 1 << 16)
+    x = ag.Variable(x0, requires_grad=True)
+    dense, broadcast = xp.sum(xp.sin(x)), xp.sum(x - 1.0)
+    loss = broadcast + dense if order == "broadcast first" else dense + broadcast
+    tracemalloc.start()
+    loss.backward()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_allclose(x.grad.data, np.cos(x0) + 1.0, rtol=1e-15)
+    assert peak < 1.5 * x0.nbytes, peak / x0.nbytes

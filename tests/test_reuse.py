@@ -496,13 +496,15 @@ class _ReturnsHeldToo(_ReturnsHeld):
         return _ReturnsHeldToo.HELD
 
 
-@pytest.mark.parametrize("other", ["fresh first", "fresh last", "held too"])
+@pytest.mark.parametrize("other", ["fresh first", "fresh last", "held too", "broadcast first",
+                                   "broadcast last"])
 def test_a_gradient_someone_else_holds_is_never_summed_into(rng, other):
     """A Function's backward returns an array that its caller still holds; another path sends
-    the same node a fresh gradient (first or last) or another held array, then the sum reaches
-    a leaf. Neither the sum into the buffer nor the leaf's ``.grad`` may write into, or share,
-    a held array (one reference miscounted would allow it: a compiled engine whose functions
-    borrowed their arguments' references, as Cython's did before 3.1, fails this)."""
+    the same node a fresh gradient (first or last), sum's small one through add, or another held
+    array, then the sum reaches a leaf. Neither the sum into the buffer nor the leaf's ``.grad``
+    may write into, or share, a held array (one reference miscounted would allow it: a compiled
+    engine whose functions borrowed their arguments' references, as Cython's did before 3.1,
+    fails this)."""
     # Each held array's one holder, as a user's own array would have.
     _ReturnsHeld.HELD = rng.standard_normal(LARGE)  # not rows of one array: views are never reused
     _ReturnsHeldToo.HELD = rng.standard_normal(LARGE)
@@ -515,6 +517,10 @@ def test_a_gradient_someone_else_holds_is_never_summed_into(rng, other):
         if other == "held too":
             (held + xp.sum(_ReturnsHeldToo.apply(middle))).backward()
             expected = before + before_too
+        elif other.startswith("broadcast"):  # sum's small gradient, through add
+            broadcast = xp.sum(middle + 2.0)
+            (held + broadcast if other == "broadcast last" else broadcast + held).backward()
+            expected = before + 1.0
         else:
             fresh = xp.sum(middle * 2.0)
             (held + fresh if other == "fresh last" else fresh + held).backward()
