@@ -137,22 +137,25 @@ def test_least_squares_gradient_graph_has_no_rechunk_and_the_size_of_the_hand_wr
     np.testing.assert_allclose(ours.compute(), 2 / 4_000 * X.compute().T @ residual, rtol=1e-10)
 
 
-def test_the_square_of_a_mean_costs_one_full_size_product_per_chunk():
-    # mean's gradient reaches ** 2 small (a BroadcastGrad): its VJP is (g * 2) * r, one
-    # multiplication a chunk, as 2 / n * r by hand, where a gradient spread over the chunks of r
-    # first took two (2 * r, then times g) and a spread task a chunk.
+@pytest.mark.parametrize("loss", ["mean of squares", "scaled sum of squares"])
+def test_the_square_of_a_mean_costs_one_full_size_product_per_chunk(loss):
+    # mean's gradient reaches ** 2 small (a BroadcastGrad), through scalar factors too: its VJP
+    # is (g * 2) * r, one multiplication a chunk, as 2 / n * r by hand, where a gradient spread
+    # over the chunks of r first took two (2 * r, then times g) and a spread task a chunk.
     xp = ag.namespace(NAME)
     rng = da.random.default_rng(2)
     X = rng.standard_normal((2_000, 3), chunks=(100, 3))
     y = rng.standard_normal((2_000,), chunks=(100,))
     w0 = da.from_array(np.array([0.5, -1.0, 2.0]))
     w = ag.Variable(w0, requires_grad=True)
-    xp.mean((ag.Variable(X) @ w - ag.Variable(y)) ** 2).backward()
+    r = ag.Variable(X) @ w - ag.Variable(y)
+    (xp.mean(r ** 2) if loss == "mean of squares" else xp.sum(0.5 * r ** 2 / 1_000)).backward()
     kinds = collections.Counter(
         (key[0] if isinstance(key, tuple) else key).rsplit("-", 1)[0]
         for key in dict(w.grad.data.__dask_graph__()))
     assert kinds["_broadcast_block"] == 0, kinds
-    assert kinds["mul"] <= X.numblocks[0] + 1, kinds  # (g * 2) on g's one chunk, then a chunk each
+    # Full-size products: one a chunk; the others are on g's one small chunk.
+    assert kinds["mul"] + kinds["truediv"] <= X.numblocks[0] + 3, kinds
     residual = X.compute() @ w0.compute() - y.compute()
     np.testing.assert_allclose(w.grad.data.compute(), 2 / 2_000 * X.compute().T @ residual,
                                rtol=1e-10)

@@ -1,8 +1,9 @@
 """Broadcast gradients: what ``sum`` and ``mean`` send back stays small (a ``BroadcastGrad``)
 until something needs it full-size, and rules with broadcast VJPs (``add``, ``subtract``,
-``negative``, ``positive``, ``pow``) compute on the small value. Every gradient must be what the
-full-size path gives, whatever the broadcasting of the operands, and everything the user can
-reach (hooks, retained and leaf gradients, ``autograd.grad``) sees full-size arrays."""
+``negative``, ``positive``, ``multiply``, ``divide``, ``pow``) compute on the small value. Every
+gradient must be what the full-size path gives, whatever the broadcasting of the operands, and
+everything the user can reach (hooks, retained and leaf gradients, ``autograd.grad``) sees
+full-size arrays."""
 
 import tracemalloc
 
@@ -36,6 +37,10 @@ CASES = {
     "two sums of one operand": (lambda a, b: xp.sum(a + b) + xp.sum(-a), (COLUMN, ROW)),
     "sum and a dense path": (lambda a, b: xp.sum(a + b) + xp.sum(xp.sin(a) * b), (COLUMN, ROW)),
     "maximum and a sum": (lambda a, b: xp.max(a + b) + xp.sum(a - 1.0), (FULL, ROW)),
+    "scaled square": (lambda a, b: xp.sum(0.5 * (a - b) ** 2 / 3.0), (COLUMN, ROW)),
+    "broadcast product": (lambda a, b: xp.mean(a * b), (COLUMN, ROW)),
+    "broadcast quotient": (lambda a, b: xp.sum(a / (b * b + 1.0)), (FULL, ROW)),
+    "quotient by a broadcast": (lambda a, b: xp.sum(b / (a * a + 1.0)), (FULL, ROW)),
 }
 
 
@@ -50,7 +55,8 @@ def test_other_dtypes(dtype):
     a, b = COLUMN.astype(dtype), ROW.astype(dtype)
     if dtype.startswith("complex"):
         a, b = a * (1 + 0.5j), b * (0.3 - 1j)
-    check_grads(lambda a, b: xp.real(xp.sum((a - b) ** 2 + a)), (a, b), order=1)
+    check_grads(lambda a, b: xp.real(xp.sum((a - b) ** 2 + a * b + a / (b + 3.0))), (a, b),
+                order=1)
 
 
 def test_the_broadcast_vjps_get_the_small_value(monkeypatch):
@@ -113,6 +119,13 @@ def test_broadcast_vjps_must_take_the_rules_parameters():
         rules.defbroadcast("pow", lambda xp, g: g, rules.RULES["pow"].vjps[1])
 
 
+# Steps of the random chains: the functions with broadcast VJPs, b an operand that broadcasts.
+STEPS = {"add": lambda y, b: y + b, "sub": lambda y, b: y - b, "rsub": lambda y, b: b - y,
+         "neg": lambda y, b: -y, "pos": lambda y, b: +y, "square": lambda y, b: y ** 2,
+         "cube": lambda y, b: y ** 3, "mul": lambda y, b: y * b,
+         "div": lambda y, b: y / (b * b + 1), "rdiv": lambda y, b: b / (y * y + 1),
+         "scale": lambda y, b: 0.5 * y, "halve": lambda y, b: y / 2}
+
 
 def _random_case(rng):
     """Two operands of broadcast-compatible random shapes (size-1 axes, missing leading ones),
@@ -123,17 +136,11 @@ def _random_case(rng):
     for _ in range(2):
         shape = tuple(n if rng.random() < 0.6 else 1 for n in out)
         shapes.append(shape[int(rng.integers(0, len(shape) + 1)):])
-    steps = [str(rng.choice(["add", "sub", "rsub"]))] + [
-        str(s) for s in rng.choice(["add", "sub", "rsub", "neg", "pos", "square", "cube"], 3)]
+    steps = [str(rng.choice(["add", "sub", "rsub", "mul"]))] + [
+        str(s) for s in rng.choice(sorted(STEPS), 3)]
     ndim = max(len(shape) for shape in shapes)
     axis = tuple(sorted({int(a) for a in rng.integers(0, ndim, size=2)})) if ndim else None
     return shapes, steps, str(rng.choice(["sum", "mean"])), axis, bool(rng.random() < 0.5)
-
-
-
-STEPS = {"add": lambda y, b: y + b, "sub": lambda y, b: y - b, "rsub": lambda y, b: b - y,
-         "neg": lambda y, b: -y, "pos": lambda y, b: +y, "square": lambda y, b: y ** 2,
-         "cube": lambda y, b: y ** 3}
 
 
 def _chain(a, b, steps):
@@ -182,4 +189,38 @@ def test_a_broadcast_gradient_is_added_in_place_into_a_fresh_one(order):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     np.testing.assert_allclose(x.grad.data, np.cos(x0) + 1.0, rtol=1e-15)
+    assert peak < 1.5 * x0.nbytes, peak / x0.nbytes
+
+
+@pytest.mark.skipif(not rules.reuse._EXACT_REFCOUNTS,
+                    reason="reuse is off where reference counts are not exact")
+def test_a_product_with_sums_one_is_skipped():
+    # sum's 1 reaches multiply small: sin's gradient is w itself, and sin's VJP computes cos(x)
+    # * w in place in the fresh cos(x), which the leaf takes: one array of x's size in all.
+    x0 = np.linspace(-1.0, 1.0, 1 << 16)
+    w = np.cos(np.arange(x0.size) * 0.37)  # the user's: never written to
+    before = w.copy()
+    x = ag.Variable(x0, requires_grad=True)
+    loss = xp.sum(xp.sin(x) * w)
+    tracemalloc.start()
+    loss.backward()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_array_equal(w, before)
+    np.testing.assert_allclose(x.grad.data, np.cos(x0) * w, rtol=1e-15)
+    assert peak < 1.5 * x0.nbytes, peak / x0.nbytes
+
+
+@pytest.mark.skipif(not rules.reuse._EXACT_REFCOUNTS,
+                    reason="reuse is off where reference counts are not exact")
+def test_a_quotients_gradient_takes_mean_in_place():
+    # mean's 1/n reaches divide small: x's gradient -ans / x is computed, then scaled in place.
+    x0 = np.linspace(1.0, 2.0, 1 << 16)
+    x = ag.Variable(x0, requires_grad=True)
+    loss = xp.mean(3.0 / x)
+    tracemalloc.start()
+    loss.backward()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_allclose(x.grad.data, -3.0 / x0 ** 2 / x0.size, rtol=1e-14)
     assert peak < 1.5 * x0.nbytes, peak / x0.nbytes

@@ -15,7 +15,7 @@ import math
 
 from ._core import (LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
                     nondifferentiable, sum_to)
-from .reuse import reciprocal, times
+from .reuse import broadcast_times, reciprocal, times
 
 
 def from_derivative(derivative):
@@ -177,6 +177,12 @@ defbroadcast("add", lambda xp, g: g, lambda xp, g: g)
 defbroadcast("subtract", lambda xp, g: g, lambda xp, g, x2_shape: -g)
 defbroadcast("negative", lambda xp, g: -g)
 defbroadcast("positive", lambda xp, g: g)
+defbroadcast("multiply",
+             lambda xp, g, x2: broadcast_times(g, conj(xp, x2)),
+             lambda xp, g, x1: broadcast_times(g, conj(xp, x1)))
+defbroadcast("divide",  # (x2's: summed to its shape by the engine, not first, as by divide's)
+             lambda xp, g, x2: g / conj(xp, x2),
+             lambda xp, g, ans, x2: broadcast_times(-g, conj(xp, ans / x2)))
 defbroadcast("pow", _vjp_pow_base_broadcast, RULES["pow"].vjps[1])
 
 

@@ -120,6 +120,23 @@ def times(g, d):
     return g * d
 
 
+def broadcast_times(g, d):
+    """``g * d`` for a broadcast VJP, whose ``g`` is a small value that broadcasts to the output
+    (a :class:`BroadcastGrad`'s): small when ``d`` is a number; ``d`` itself when ``g`` is one 1
+    (a scalar loss's sum), as the result stands for itself broadcast; computed in place in ``d``
+    when it is a fresh temporary passed as an expression that ``g`` broadcasts to."""
+    if d.__class__ is not g.__class__ or not large(d) or d.dtype != g.dtype:
+        return g * d
+    if g.size == 1 and reusable(g) and host_reads(g) and bool(g[(0,) * g.ndim] == 1):
+        return d
+    # d's references: this argument, private's, getrefcount's.
+    if g.ndim <= d.ndim and all(n in (1, m) for n, m in zip(g.shape[::-1], d.shape[::-1])) \
+            and private(d, 3):
+        d *= g
+        return d
+    return g * d
+
+
 def _spent(d) -> bool:
     for value in _scratch.saved:
         if value is d:
