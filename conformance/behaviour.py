@@ -71,6 +71,7 @@ def _check(func):
 
 
 # ------------------------------------------------------------------------------------ checks
+@_check
 def accumulate(backend, rng):
     """Two backward() calls add into .grad; so do two paths to one leaf and a reused node."""
     xp = backend.ns
@@ -343,7 +344,28 @@ def transforms(backend, rng):
     _close(backend, tangent, expected @ np.array([0.25, -1.0]), "jvp")
 
 
+@_check
+def broadcast_gradients(backend, rng):
+    """The gradient that sum and mean send back stays small through add, subtract, multiply,
+    divide and powers of operands that broadcast: each operand gets it summed to its shape (a
+    product by the length where it is constant), and a hook on the way sees it full-size."""
+    xp = backend.ns
+    (a, ah), (b, bh) = _leaf(backend, rng, (3, 1)), _leaf(backend, rng, (4,))
+    d = a - b
+    seen = []
+    d.register_hook(lambda g: seen.append(tuple(g.shape)))
+    loss = xp.sum(0.5 * d ** 2 / 3.0) + xp.mean(-(a * b)) + xp.sum(a + b)
+    loss.backward()
+    dh = ah - bh
+    assert seen == [(3, 4)], f"[{backend.name}] a hook on a - b saw shapes {seen}, not [(3, 4)]"
+    _close(backend, a.grad, dh.sum(1, keepdims=True) / 3 - bh.sum() / 12 + 4,
+           "a.grad of sum(0.5 * (a - b)**2 / 3) + mean(-(a * b)) + sum(a + b), a (3, 1)")
+    _close(backend, b.grad, -dh.sum(0) / 3 - ah.sum() / 12 + 3,
+           "b.grad of sum(0.5 * (a - b)**2 / 3) + mean(-(a * b)) + sum(a + b), b (4,)")
+
+
 BEHAVIOURS: dict[str, Callable] = {
+    "broadcast_gradients": broadcast_gradients,
     "transforms": transforms,
     "retained_grad_is_kept": retained_grad_is_kept,
     "wraps_own_results": wraps_own_results,
