@@ -33,7 +33,8 @@ CASES = {
     "power with a broadcast exponent": (
         lambda a, b: xp.sum(xp.abs(a) ** b), (COLUMN, ROW)),
     "power with a Python exponent": (lambda a, b: xp.mean(xp.abs(a - b) ** 2.5), (COLUMN, ROW)),
-    "cube then reciprocal power": (lambda a, b: xp.sum((a * a + 1.0) ** -1.5 + b), (FULL, ROW)),
+    "negative power, plus a broadcast": (
+        lambda a, b: xp.sum((a * a + 1.0) ** -1.5 + b), (FULL, ROW)),
     "two sums of one operand": (lambda a, b: xp.sum(a + b) + xp.sum(-a), (COLUMN, ROW)),
     "sum and a dense path": (lambda a, b: xp.sum(a + b) + xp.sum(xp.sin(a) * b), (COLUMN, ROW)),
     "maximum and a sum": (lambda a, b: xp.max(a + b) + xp.sum(a - 1.0), (FULL, ROW)),
