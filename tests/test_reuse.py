@@ -169,6 +169,22 @@ def test_backward_of_an_unheld_chain_allocates_no_large_array(rng):
 
 
 @exact_refcounts
+@pytest.mark.parametrize("name", ["std", "var"])
+def test_std_and_var_backward_make_one_array(rng, name):
+    """Their VJPs take g and 1 / ((n - correction) std) on the reduced shape, then scale the
+    one centred array in place, which the leaf takes: one array of x's size (it was three)."""
+    x = rng.standard_normal(1 << 20)
+    variable = ag.Variable(x, requires_grad=True)
+    loss = getattr(xp, name)(variable, correction=1.0)
+    peak = _backward_peak(loss)
+    assert peak < 1.5 * x.nbytes, f"backward allocated {peak / x.nbytes:.2f} arrays of x's size"
+    centred = x - x.mean()
+    expected = centred / ((x.size - 1) * np.std(x, ddof=1)) if name == "std" else (
+        2 * centred / (x.size - 1))
+    np.testing.assert_allclose(variable.grad.data, expected, rtol=1e-12)
+
+
+@exact_refcounts
 def test_a_held_output_is_copied_not_reused(rng):
     x = rng.standard_normal(1 << 20)
     variable = ag.Variable(x, requires_grad=True)

@@ -11,7 +11,7 @@ import math
 
 from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
                     normalize_axis)
-from .reuse import IndexedGrad, reusable
+from .reuse import IndexedGrad, reusable, scaled
 
 
 def _count(shape, axis):
@@ -40,8 +40,12 @@ def _extremum_weights(xp, x, ans, axis, keepdims):
     return mask / (xp.sum(mask, axis=axis, keepdims=True) if x.ndim else mask)
 
 
+def _centred(xp, x, axis):
+    return x - xp.mean(x, axis=axis, keepdims=True)
+
+
 def _var_weights(xp, x, axis, correction):
-    return 2 * (x - xp.mean(x, axis=axis, keepdims=True)) / (_count(x.shape, axis) - correction)
+    return 2 * _centred(xp, x, axis) / (_count(x.shape, axis) - correction)
 
 
 def _std_weights(xp, x, ans, axis, correction, keepdims):
@@ -116,14 +120,31 @@ for _name in ("max", "min"):
     defvjp(_name, vjp_extremum,
            jvps=(lambda xp, t, x, ans, *, axis=None, keepdims=False: _contract(
                xp, _extremum_weights(xp, x, ans, axis, keepdims), t, axis, keepdims),))
-defvjp("var",
-       lambda xp, g, x, *, axis=None, correction=0.0, keepdims=False: expand_reduced(
-           xp, g, axis, x.ndim, keepdims) * _var_weights(xp, x, axis, correction),
+
+
+def vjp_var(xp, g, x, *, axis=None, correction=0.0, keepdims=False):
+    """``g 2 (x - mean) / (n - correction)``, its factors taken on the reduced shape first: one
+    full-size product, computed in place."""
+    g = expand_reduced(xp, g, axis, x.ndim, keepdims)
+    centred = _centred(xp, x, axis)
+    return scaled(centred, g * 2 / (_count(x.shape, axis) - correction))
+
+
+def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
+    """``g (x - mean) / ((n - correction) std)``, and 0 where std is 0 (PyTorch), its factors
+    taken on the reduced shape first: one full-size product, computed in place."""
+    g = expand_reduced(xp, g, axis, x.ndim, keepdims)
+    ans = expand_reduced(xp, ans, axis, x.ndim, keepdims)
+    zero = ans == 0
+    scale = g / ((_count(x.shape, axis) - correction) * xp.where(zero, xp.ones_like(ans), ans))
+    centred = _centred(xp, x, axis)
+    return scaled(centred, xp.where(zero, xp.zeros_like(scale), scale))
+
+
+defvjp("var", vjp_var,
        jvps=(lambda xp, t, x, *, axis=None, correction=0.0, keepdims=False: _contract(
            xp, _var_weights(xp, x, axis, correction), t, axis, keepdims),))
-defvjp("std",
-       lambda xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False: expand_reduced(
-           xp, g, axis, x.ndim, keepdims) * _std_weights(xp, x, ans, axis, correction, keepdims),
+defvjp("std", vjp_std,
        jvps=(lambda xp, t, x, ans, *, axis=None, correction=0.0, keepdims=False: _contract(
            xp, _std_weights(xp, x, ans, axis, correction, keepdims), t, axis, keepdims),))
 defvjp("prod",
