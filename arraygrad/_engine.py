@@ -24,7 +24,7 @@ import weakref
 
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
-from .rules import is_complex, is_complex_dtype
+from .rules import broadcasts, is_complex, is_complex_dtype
 from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, private
 
 _FREED = object()
@@ -226,7 +226,7 @@ class Node:
                 if broadcast is not None:
                     results[i] = _fit_broadcast(xp, grad, broadcast, shape, dtype, rule.display, i)
                 elif grad.shape != shape or grad.dtype != dtype:
-                    results[i] = _fit_backward(xp, dense(grad), shape, dtype, rule.display, i)
+                    results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i, True)
         return results
 
     def _cannot_run(self):
@@ -430,12 +430,6 @@ def _check_same(grad, like, what):
             f"belongs to has shape {tuple(like.shape)} and dtype {like.dtype}")
 
 
-def _broadcasts(small, large) -> bool:
-    if len(small) > len(large):
-        return False
-    return all(s in (1, n) for s, n in zip(small[::-1], large[::-1]))
-
-
 _SUM, _EXPAND = "sum", "expand"
 _fit_plans: dict = {}  # {(gradient shape, input shape): (how, summed axes, reshape after)}
 
@@ -446,13 +440,13 @@ def _fit_plan(gshape, shape, op, index):
     key = (gshape, shape)
     plan = _fit_plans.get(key)
     if plan is None:
-        if _broadcasts(shape, gshape):
+        if broadcasts(shape, gshape):
             extra = len(gshape) - len(shape)
             axes = tuple(range(extra)) + tuple(
                 extra + i for i, n in enumerate(shape) if n == 1 and gshape[extra + i] != 1)
             kept = tuple(n for i, n in enumerate(gshape) if i not in axes)
             plan = (_SUM, axes, kept != shape)
-        elif _broadcasts(gshape, shape):
+        elif broadcasts(gshape, shape):
             plan = (_EXPAND, (), False)
         else:
             raise GradientError(
@@ -464,9 +458,10 @@ def _fit_plan(gshape, shape, op, index):
     return plan
 
 
-def fit(xp, grad, shape, dtype, op, index):
+def fit(xp, grad, shape, dtype, op, index, small=False):
     """Fit a rule's gradient to its input: sum over broadcast axes, expand reduced ones, cast
-    (taking the real part for a real input). Anything else is a bug in the rule."""
+    (taking the real part for a real input). Anything else is a bug in the rule. ``small``
+    (backward): a gradient that only needs expanding (``sum``'s) stays a :class:`BroadcastGrad`."""
     gshape = tuple(grad.shape)
     if gshape != shape:
         how, axes, reshape = _fit_plan(gshape, shape, op, index)
@@ -475,6 +470,8 @@ def fit(xp, grad, shape, dtype, op, index):
                 grad = xp.sum(grad, axis=axes)
             if reshape:
                 grad = xp.reshape(grad, shape)
+        elif small:
+            return BroadcastGrad(xp, shape, _cast(xp, grad, dtype))
         else:
             grad = xp.broadcast_to(grad, shape)
     return _cast(xp, grad, dtype)
@@ -487,15 +484,6 @@ def _cast(xp, grad, dtype):
         if grad.dtype != dtype:
             grad = xp.astype(grad, dtype)
     return grad
-
-
-def _fit_backward(xp, grad, shape, dtype, op, index):
-    """:func:`fit` for backward, but a gradient that only needs expanding (``sum``'s) stays small,
-    a :class:`BroadcastGrad`."""
-    gshape = tuple(grad.shape)
-    if gshape != shape and _fit_plan(gshape, shape, op, index)[0] is _EXPAND:
-        return BroadcastGrad(xp, shape, _cast(xp, grad, dtype))
-    return fit(xp, grad, shape, dtype, op, index)
 
 
 _broadcast_plans: dict = {}  # {(result shape, output shape, input shape): plan}
@@ -511,7 +499,7 @@ def _broadcast_plan(gshape, out, shape, op, index):
     if plan is None:
         lead = len(out) - len(shape)
         padded = (1,) * (len(out) - len(gshape)) + gshape
-        if len(gshape) > len(out) or not _broadcasts(padded, out) or not _broadcasts(shape, out):
+        if not broadcasts(padded, out) or not broadcasts(shape, out):
             raise GradientError(
                 f"internal error: the rule {op} returned a gradient of shape {gshape} for its "
                 f"argument {index} of shape {shape} and an output of shape {out}. Please report "

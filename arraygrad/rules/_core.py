@@ -276,6 +276,13 @@ def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(a % ndim if ndim else a for a in axis))
 
 
+def broadcasts(small, large) -> bool:
+    """Whether a shape ``small`` broadcasts to the shape ``large``."""
+    if len(small) > len(large):
+        return False
+    return all(s in (1, n) for s, n in zip(small[::-1], large[::-1]))
+
+
 def expand_reduced(xp, g, axis, ndim: int, keepdims: bool):
     """Reinsert the axes a reduction removed, so that ``g`` broadcasts to the input's shape."""
     if keepdims or ndim == 0:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ._core import _REAL_NUMBERS, backends, host_reads
+from ._core import _REAL_NUMBERS, backends, broadcasts, host_reads
 
 _EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 """Reference counts tell who can see an array only where every reference is counted: CPython
@@ -130,8 +130,7 @@ def broadcast_times(g, d):
     if g.size == 1 and reusable(g) and host_reads(g) and bool(g[(0,) * g.ndim] == 1):
         return d
     # d's references: this argument, private's, getrefcount's.
-    if g.ndim <= d.ndim and all(n in (1, m) for n, m in zip(g.shape[::-1], d.shape[::-1])) \
-            and private(d, 3):
+    if broadcasts(tuple(g.shape), tuple(d.shape)) and private(d, 3):
         d *= g
         return d
     return g * d

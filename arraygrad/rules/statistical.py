@@ -48,11 +48,16 @@ def _var_weights(xp, x, axis, correction):
     return 2 * _centred(xp, x, axis) / (_count(x.shape, axis) - correction)
 
 
-def _std_weights(xp, x, ans, axis, correction, keepdims):
+def _std_scale(xp, x, ans, axis, correction, keepdims):
+    """``1 / ((n - correction) std)`` on the reduced shape, and 0 where std is 0 (PyTorch)."""
     ans = expand_reduced(xp, ans, axis, x.ndim, keepdims)
     zero = ans == 0
-    weights = _var_weights(xp, x, axis, correction) / (2 * xp.where(zero, xp.ones_like(ans), ans))
-    return xp.where(zero, xp.zeros_like(weights), weights)  # PyTorch: 0 where std is 0
+    scale = 1 / ((_count(x.shape, axis) - correction) * xp.where(zero, xp.ones_like(ans), ans))
+    return xp.where(zero, xp.zeros_like(scale), scale)
+
+
+def _std_weights(xp, x, ans, axis, correction, keepdims):
+    return _centred(xp, x, axis) * _std_scale(xp, x, ans, axis, correction, keepdims)
 
 
 def _move_reduced_last(xp, x, axis):
@@ -134,11 +139,8 @@ def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
     """``g (x - mean) / ((n - correction) std)``, and 0 where std is 0 (PyTorch), its factors
     taken on the reduced shape first: one full-size product, computed in place."""
     g = expand_reduced(xp, g, axis, x.ndim, keepdims)
-    ans = expand_reduced(xp, ans, axis, x.ndim, keepdims)
-    zero = ans == 0
-    scale = g / ((_count(x.shape, axis) - correction) * xp.where(zero, xp.ones_like(ans), ans))
     centred = _centred(xp, x, axis)
-    return scaled(centred, xp.where(zero, xp.zeros_like(scale), scale))
+    return scaled(centred, g * _std_scale(xp, x, ans, axis, correction, keepdims))
 
 
 defvjp("var", vjp_var,
