@@ -214,7 +214,7 @@ class Node:
         if broadcast is None:
             results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
         else:
-            results = run_vjps(rule, xp, g, saved, self.params, edges, vjps=vjps)
+            results = run_vjps(rule, xp, g, saved, self.params, edges, False, spent, vjps)
         meta = self.meta
         plain = backend._plain_types
         for i, grad in enumerate(results):
@@ -272,58 +272,75 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=N
     """Call a rule's VJPs (or ``vjps``, its broadcast ones) for the inputs that have an edge;
     ``None`` for the others.
 
-    ``owned``: ``g`` is the engine's own temporary, which the last per-argument VJP to read it
-    may overwrite (``rules.times``) unless an earlier one returned it or a view of it.
-    ``spent``: ``saved`` is no longer the node's, so the last VJP may overwrite those of its
-    saved arrays that nothing else refers to.
+    ``owned``: ``g`` is the engine's own temporary, which the last VJP called may overwrite
+    (``rules.times``) unless an earlier one returned it or a view of it.
+    ``spent``: ``saved`` is no longer the node's, so each VJP may overwrite those of its saved
+    arrays that nothing else refers to and no VJP called after it reads.
     """
     if rule.joint is not None:  # it reads g for several results: never let it overwrite g
         return list(rule.joint(xp, g, *rule.pickers[0](saved),
                                **(_options(params, rule.keywords[0]) if params else {})))
     if vjps is None:
         vjps = rule.vjps
+    if owned or spent:
+        return _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps)
     results = []
-    if owned or spent:  # only the last VJP called may overwrite g or saved arrays
-        last = len(edges) - 1
-        while last >= 0 and (edges[last] is None or vjps[last] is None):
-            last -= 1
-    else:
-        last = -1
-    for i, (edge, vjp, pick, keywords) in enumerate(zip(edges, vjps, rule.pickers, rule.keywords)):
+    for edge, vjp, pick, keywords in zip(edges, vjps, rule.pickers, rule.keywords):
         if edge is None or vjp is None:
             results.append(None)
-            continue
-        args = pick(saved)
-        options = _options(params, keywords) if params else _NO_OPTIONS
-        if i == last:
-            _scratch.grad = g if owned and not _returned(results, g) else None
-            _scratch.saved = _unheld(args, saved) if spent else ()
-            try:
-                results.append(vjp(xp, g, *args, **options))
-            finally:
-                _scratch.grad, _scratch.saved = None, ()
+        elif params:
+            results.append(vjp(xp, g, *pick(saved), **_options(params, keywords)))
         else:
-            results.append(vjp(xp, g, *args, **options) if params else vjp(xp, g, *args))
+            results.append(vjp(xp, g, *pick(saved)))
+    return results
+
+
+def _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps):
+    """:func:`run_vjps` where VJPs may overwrite ``g`` or saved arrays. A VJP with a saved array
+    of its own to overwrite runs before one without, which then gets ``g``: ``(-x) * x`` makes
+    its two gradients in the memory of ``-x`` and of ``g``, with no new array."""
+    active = [i for i in range(len(edges)) if edges[i] is not None and vjps[i] is not None]
+    free = _unheld(saved) if spent else ()
+    picked = [rule.pickers[i](saved) for i in active]
+    if free and len(active) > 1:
+        own = [any(_occurrences(free, v) and not _read_elsewhere(picked, n, v) for v in args)
+               for n, args in enumerate(picked)]
+        ranks = sorted(range(len(active)), key=lambda n: not own[n])  # stable: owners first
+        active, picked = [active[n] for n in ranks], [picked[n] for n in ranks]
+    results = [None] * len(edges)
+    last = len(active) - 1
+    for n, i in enumerate(active):
+        args = picked[n]
+        options = _options(params, rule.keywords[i]) if params else _NO_OPTIONS
+        _scratch.grad = g if n == last and owned and not _returned(results, g) else None
+        # Its own: not read by a VJP called later, nor returned (or viewed) by an earlier one.
+        _scratch.saved = tuple(v for v in args if _occurrences(free, v) and not _returned(
+            results, v) and not _read_elsewhere(picked[n + 1:], -1, v)) if free else ()
+        try:
+            results[i] = vjps[i](xp, g, *args, **options)
+        finally:
+            _scratch.grad, _scratch.saved = None, ()
     return results
 
 
 _NO_OPTIONS: dict = {}
 
 
-def _unheld(args, saved) -> tuple:
-    """The large arrays among ``args`` (picked from a node's released ``saved``) that nothing
-    but these two tuples refers to: its last VJP may overwrite them."""
+def _unheld(saved) -> tuple:
+    """The large arrays of a node's released ``saved`` that nothing else refers to: its VJPs
+    may overwrite them."""
     found = ()
-    for value in args:
-        if large(value):
-            # References: the occurrences in saved and in args (one tuple if they are the same),
-            # this loop's name, private's argument and getrefcount's.
-            held = _occurrences(saved, value)
-            if args is not saved:
-                held += _occurrences(args, value)
-            if private(value, held + 3):
-                found += (value,)
+    for value in saved:
+        # References: the occurrences in saved, this loop's name, private's argument and
+        # getrefcount's.
+        if large(value) and private(value, _occurrences(saved, value) + 3):
+            found += (value,)
     return found
+
+
+def _read_elsewhere(picked, n, value) -> bool:
+    """Whether an argument tuple of ``picked`` other than the ``n``-th holds ``value``."""
+    return any(_occurrences(args, value) for m, args in enumerate(picked) if m != n)
 
 
 def _occurrences(values, value) -> int:
@@ -331,7 +348,8 @@ def _occurrences(values, value) -> int:
 
 
 def _returned(results, g) -> bool:
-    """Whether an earlier VJP returned ``g`` or a view of it (then ``g`` must stay intact)."""
+    """Whether an earlier VJP returned ``g`` (or a saved array) or a view of it: then it must
+    stay intact."""
     for result in results:
         if result is not None and (result is g or getattr(result, "base", None) is g):
             return True

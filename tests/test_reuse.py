@@ -42,6 +42,9 @@ FUNCTIONS = {
     "mean_not_sum": lambda x, w: xp.exp(x) * xp.mean(x),
     "reciprocal_derivatives": lambda x, w: (xp.atan(x) + xp.asinh(x) + xp.log2(x + 1.0)
                                             + xp.acos(x * 0.5) + xp.atanh(x * 0.5)),
+    "derivatives_into_saved_inputs": lambda x, w: (
+        xp.log1p(x * w) + xp.log(x * w) + xp.log10(x * w) + xp.expm1(x * 0.5)
+        + xp.square(x * w) + (x * w) ** 2 + (-x) * x + (x * 2.0) * (x + 1.0)),
     "whole_array_extrema": lambda x, w: xp.sin(x) * xp.max(x * w) - xp.min(x) + xp.max(x),
     "spent_saved_output": lambda x, w: xp.sum(xp.exp(x * w)) * 3.0 + x,
     "forward_into_temporaries": lambda x, w: (
@@ -274,6 +277,83 @@ def test_a_saved_array_only_its_node_holds_is_overwritten_by_its_last_vjp(rng):
     peak = _backward_peak(loss)
     assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
     np.testing.assert_allclose(variable.grad.data, -3.0 * np.exp(-x), rtol=1e-15)
+
+
+@exact_refcounts
+@pytest.mark.parametrize("case", ["negated_operand", "two_intermediates"])
+def test_a_product_takes_its_gradients_in_place_in_its_saved_operands_and_g(rng, case):
+    """A VJP that can overwrite a saved operand only its node holds (``-x`` of ``(-x) * x``)
+    runs first and computes into it; one that cannot runs last and computes into ``g``: the
+    product's backward makes no array. Only ``sin``'s ``cos`` is new (it was two arrays)."""
+    x = rng.standard_normal(1 << 20)
+    variable = ag.Variable(x, requires_grad=True)
+    if case == "negated_operand":
+        loss = xp.sum(xp.sin(-variable * variable))
+        expected = np.cos(-x * x) * (-2 * x)
+    else:
+        loss = xp.sum(xp.sin((variable * 2.0) * (variable + 1.0)))
+        expected = np.cos(2 * x * (x + 1)) * (2 * (x + 1) + 2 * x)
+    peak = _backward_peak(loss)
+    assert peak < 1.5 * x.nbytes, f"backward allocated {peak / x.nbytes:.2f} arrays of x's size"
+    np.testing.assert_allclose(variable.grad.data, expected, rtol=1e-12, atol=1e-15)
+
+
+# f(inner(x)) whose inner result only f's node holds, with d sum(f(inner(x))) / dx by hand.
+DERIVATIVES_INTO_THE_SAVED_INPUT = {
+    "log1p": (lambda v: xp.log1p(v * v), lambda x: 2 * x / (1 + x * x)),
+    "log": (lambda v: xp.log(v * v), lambda x: 2 / x),
+    "log2": (lambda v: xp.log2(v * v), lambda x: 2 / (x * np.log(2))),
+    "log10": (lambda v: xp.log10(v * v), lambda x: 2 / (x * np.log(10))),
+    "expm1": (lambda v: xp.expm1(v * 3.0), lambda x: 3 * np.exp(3 * x)),
+    "square": (lambda v: xp.square(v * 3.0), lambda x: 18 * x),
+    "pow_2": (lambda v: (v * 3.0) ** 2, lambda x: 18 * x),
+    "product_of_two_equal_temporaries": (lambda v: (v * 3.0) * (v * 3.0), lambda x: 18 * x),
+    "one_variable_times_itself": (lambda v: (lambda w: w * w)(v * 3.0), lambda x: 18 * x),
+}
+
+
+@exact_refcounts
+@pytest.mark.parametrize("name", DERIVATIVES_INTO_THE_SAVED_INPUT)
+def test_a_derivative_is_computed_into_the_saved_input_only_its_node_holds(rng, name):
+    """``log1p``'s ``1 / (1 + x)``, ``log``'s ``1 / x``, ``expm1``'s ``ans + 1``, and ``2 g x``
+    of a square are computed in the memory of the saved input (or ``g``) that nothing else
+    holds: backward adds no array of x's size (two, for ``log1p(x * x)``, before)."""
+    function, derivative = DERIVATIVES_INTO_THE_SAVED_INPUT[name]
+    x = rng.uniform(0.2, 1.0, 1 << 20)
+    variable = ag.Variable(x, requires_grad=True)
+    peak = _backward_peak(xp.sum(function(variable)))
+    assert peak < x.nbytes / 4, f"backward allocated {peak / x.nbytes:.2f} arrays of x's size"
+    np.testing.assert_allclose(variable.grad.data, derivative(x), rtol=1e-13)
+
+
+def _probe_rule(first_vjp, second_vjp):
+    """A two-argument rule whose VJPs both read the saved ``x1``."""
+    return rules._core.Rule("probe", ("x1", "x2"), (first_vjp, second_vjp))
+
+
+@exact_refcounts
+@pytest.mark.parametrize("returned_by_first", [True, False])
+def test_a_saved_array_is_overwritten_only_by_the_last_vjp_that_reads_it(returned_by_first):
+    """Of two VJPs reading one saved array that only the node holds, the first must leave it
+    intact for the second; and the second must not overwrite it either if the first returned
+    it as its gradient."""
+    from arraygrad._engine import run_vjps
+
+    times = rules.reuse.times
+    if returned_by_first:
+        rule = _probe_rule(lambda xp, g, x1: x1, lambda xp, g, x1: times(g, x1))
+    else:
+        rule = _probe_rule(lambda xp, g, x1: times(g, x1), lambda xp, g, x1: g + x1)
+    x1 = np.arange(1.0, LARGE + 1.0)  # its values, recomputed below: the node holds the array
+    g = np.full(LARGE, 3.0)
+    results = run_vjps(rule, np, g, (np.arange(1.0, LARGE + 1.0),), None, [(None, 0)] * 2,
+                       owned=False, spent=True)
+    if returned_by_first:
+        expected = [x1, 3.0 * x1]
+    else:
+        expected = [3.0 * x1, 3.0 + x1]
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("holder", ["variable", "view", "array", "other_node", "retain_graph"])

@@ -13,9 +13,9 @@ import cmath
 import inspect
 import math
 
-from ._core import (LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
+from ._core import (_REAL_NUMBERS, LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
                     nondifferentiable, sum_to)
-from .reuse import broadcast_times, reciprocal, times
+from .reuse import added, broadcast_times, multiplied, reciprocal, times
 
 
 def from_derivative(derivative):
@@ -39,31 +39,34 @@ def from_derivative(derivative):
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
     "exp": lambda xp, ans: ans,
-    "expm1": lambda xp, ans: ans + 1,
-    "log": lambda xp, x: 1 / x,
-    "log1p": lambda xp, x: reciprocal(1 + x),
-    "log2": lambda xp, x: reciprocal(x * math.log(2)),
-    "log10": lambda xp, x: reciprocal(x * math.log(10)),
+    "expm1": lambda xp, ans: added(ans, 1),
+    "log": lambda xp, x: reciprocal(xp, x),
+    "log1p": lambda xp, x: reciprocal(xp, added(x, 1)),
+    "log2": lambda xp, x: reciprocal(xp, multiplied(x, math.log(2))),
+    "log10": lambda xp, x: reciprocal(xp, multiplied(x, math.log(10))),
     "sqrt": lambda xp, ans: 0.5 / ans,
-    "square": lambda xp, x: 2 * x,
     "reciprocal": lambda xp, ans: -(ans * ans),
     "sin": lambda xp, x: xp.cos(x),
     "cos": lambda xp, x: -xp.sin(x),
     "tan": lambda xp, ans: 1 + ans * ans,
-    "asin": lambda xp, x: reciprocal(xp.sqrt(1 - x * x)),
-    "acos": lambda xp, x: reciprocal(-xp.sqrt(1 - x * x)),
-    "atan": lambda xp, x: reciprocal(1 + x * x),
+    "asin": lambda xp, x: reciprocal(xp, xp.sqrt(1 - x * x)),
+    "acos": lambda xp, x: reciprocal(xp, -xp.sqrt(1 - x * x)),
+    "atan": lambda xp, x: reciprocal(xp, 1 + x * x),
     "sinh": lambda xp, x: xp.cosh(x),
     "cosh": lambda xp, x: xp.sinh(x),
     "tanh": lambda xp, ans: 1 - ans * ans,
-    "asinh": lambda xp, x: reciprocal(xp.sqrt(x * x + 1)),
-    "acosh": lambda xp, x: reciprocal(xp.sqrt(x - 1) * xp.sqrt(x + 1)),
-    "atanh": lambda xp, x: reciprocal(1 - x * x),
+    "asinh": lambda xp, x: reciprocal(xp, xp.sqrt(x * x + 1)),
+    "acosh": lambda xp, x: reciprocal(xp, xp.sqrt(x - 1) * xp.sqrt(x + 1)),
+    "atanh": lambda xp, x: reciprocal(xp, 1 - x * x),
 }
 
 for _name, _derivative in UNARY.items():
     _vjp, _jvp = from_derivative(_derivative)
     defvjp(_name, _vjp, jvps=(_jvp,))
+
+
+defvjp("square", lambda xp, g, x: times(g, conj(xp, x), 2),  # 2 g x, in place in g
+       jvps=(lambda xp, t, x: t * (2 * x),))
 
 
 def _sgn(xp, x):
@@ -90,11 +93,12 @@ defvjp("multiply",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
 SAME_OPERANDS = {"multiply": Rule(
     "multiply", ("x1", "x2"),
-    (lambda xp, g, x2: times(g, conj(xp, x2) * 2), lambda xp, g: None),
+    (lambda xp, g, x2: times(g, conj(xp, x2), 2), None),
     jvps=RULES["multiply"].jvps)}
 """Rules the namespace records instead when both operands are one Variable: ``x * x`` gives its
-whole gradient ``2 g conj(x)`` on the first edge (one full-size temporary and no sum of two
-products); the second edge, to the same node, carries none. Saved values as ``multiply``'s."""
+whole gradient ``2 g conj(x)`` on the first edge (in place in ``g`` where the engine allows it,
+and no sum of two products); the second edge, to the same node, has no VJP and carries none, so
+the first VJP is the last to read ``g``. Saved values as ``multiply``'s."""
 assert all(SAME_OPERANDS[name].sources == RULES[name].sources for name in SAME_OPERANDS)
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
@@ -156,8 +160,14 @@ def _pow_exponent_derivative(xp, ans, x1, x2):
     return xp.where((x1 == 0) & _flat_at_zero(xp, x2), xp.zeros_like(d), d)
 
 
+def _vjp_pow_base(xp, g, x1, x2):
+    if x2.__class__ in _REAL_NUMBERS and x2 == 2:  # the common square: 2 g x, in place in g
+        return times(g, conj(xp, x1), 2)
+    return times(g, conj(xp, _pow_base_derivative(xp, x1, x2)))
+
+
 defvjp("pow",
-       lambda xp, g, x1, x2: g * conj(xp, _pow_base_derivative(xp, x1, x2)),
+       _vjp_pow_base,
        lambda xp, g, ans, x1, x2: g * conj(xp, _pow_exponent_derivative(xp, ans, x1, x2)),
        arrays="x1 x2",
        jvps=(lambda xp, t, x1, x2: t * _pow_base_derivative(xp, x1, x2),
@@ -168,7 +178,7 @@ def _vjp_pow_base_broadcast(xp, g, x1, x2):
     """``x1 ** c``'s VJP for a small ``g`` (``mean(r ** 2)``): the constant goes on ``g`` first,
     so that one full-size product is made, ``(g * 2) * r``, as by hand."""
     if not hasattr(x2, "shape") and x2 != 0 and x2 != 0.5:
-        return (g * conj(xp, x2)) * conj(xp, x1 if x2 == 2 else x1 ** (x2 - 1))
+        return broadcast_times(g * conj(xp, x2), conj(xp, x1 if x2 == 2 else x1 ** (x2 - 1)))
     return g * conj(xp, _pow_base_derivative(xp, x1, x2))
 
 

@@ -97,12 +97,21 @@ def _broadcast_one(g) -> bool:
             and not any(g.strides) and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
 
 
-def times(g, d):
-    """``g * d`` for a VJP, without a new array where none is needed: computed in place in
-    ``g`` (when the engine allows it), ``d`` itself when ``g`` is a broadcast 1, or computed in
-    place in ``d`` when ``d`` is a fresh temporary passed as an expression (``times(g,
-    xp.cos(x))``), always keeping the shape and dtype of ``g * d``. A VJP calls it at most once,
-    as its last use of ``g`` and of ``d``; joint VJPs never get a ``g`` they may overwrite."""
+def times(g, d, scale=None):
+    """``g * d`` (``g * d * scale`` with a Python number ``scale``: ``x * x``'s ``2``) for a
+    VJP, without a new array where none is needed: computed in place in ``g`` (when the engine
+    allows it), ``d`` itself when ``g`` is a broadcast 1, or computed in place in ``d`` when
+    ``d`` is a fresh temporary passed as an expression (``times(g, xp.cos(x))``) or a saved
+    array only the running VJP holds, always keeping the shape and dtype of ``g * d``. A VJP
+    calls it at most once, as its last use of ``g`` and of ``d``; joint VJPs never get a ``g``
+    they may overwrite."""
+    if scale is not None:
+        if g is _scratch.grad and d.__class__ is g.__class__ and d.dtype == g.dtype \
+                and d.shape == g.shape:  # two passes over g, and no new array
+            g *= d
+            g *= scale
+            return g
+        d = multiplied(d, scale)
     if g is _scratch.grad:  # the engine lets this VJP overwrite g
         if d.__class__ in _REAL_NUMBERS or (
                 d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
@@ -124,13 +133,15 @@ def broadcast_times(g, d):
     """``g * d`` for a broadcast VJP, whose ``g`` is a small value that broadcasts to the output
     (a :class:`BroadcastGrad`'s): small when ``d`` is a number; ``d`` itself when ``g`` is one 1
     (a scalar loss's sum), as the result stands for itself broadcast; computed in place in ``d``
-    when it is a fresh temporary passed as an expression that ``g`` broadcasts to."""
+    when ``g`` broadcasts to it and it is a fresh temporary passed as an expression or a saved
+    array only the running VJP holds."""
     if d.__class__ is not g.__class__ or not large(d) or d.dtype != g.dtype:
         return g * d
     if g.size == 1 and reusable(g) and host_reads(g) and bool(g[(0,) * g.ndim] == 1):
         return d
-    # d's references: this argument, private's, getrefcount's.
-    if broadcasts(tuple(g.shape), tuple(d.shape)) and private(d, 3):
+    # d's references: this argument, private's, getrefcount's; or d is a saved array that
+    # only the running VJP still holds.
+    if broadcasts(tuple(g.shape), tuple(d.shape)) and (private(d, 3) or _spent(d)):
         d *= g
         return d
     return g * d
@@ -155,15 +166,34 @@ def scaled(d, s):
     return d * s
 
 
-def reciprocal(d):
+def reciprocal(xp, d):
     """``1 / d`` for a derivative, computed in place when ``d`` is a large fresh temporary passed
-    as an expression (``reciprocal(1 + x)``): one allocation and one pass fewer."""
-    # d's references: this argument, private's, getrefcount's. private() admits NumPy-like
-    # arrays only, whose power with exponent -1 is the reciprocal 1 / d.
-    if large(d) and private(d, 3) and d.dtype.kind in "fc":
-        d **= -1
-        return d
+    as an expression (``reciprocal(xp, 1 + x)``) or a saved array only the running VJP holds
+    (``log``'s ``x``): one allocation fewer. By ``divide`` with ``out=`` (the capability
+    ``reuse_unshared`` promises it): NumPy's ``divide`` is vectorised, its ``reciprocal``
+    (``d **= -1``) takes twice as long."""
+    # d's references: this argument, private's, getrefcount's.
+    if large(d) and d.dtype.kind in "fc" and (private(d, 3) or _spent(d)):
+        return xp.divide(1, d, out=d)
     return 1 / d
+
+
+def added(d, c):
+    """``d + c`` (a Python number) for a derivative (``log1p``'s ``1 + x``), computed in place
+    in ``d`` when it is a saved array only the running VJP holds."""
+    if c.__class__ in _REAL_NUMBERS and large(d) and d.dtype.kind in "fc" and _spent(d):
+        d += c
+        return d
+    return d + c
+
+
+def multiplied(d, c):
+    """``d * c`` (a Python number) for a derivative (``log2``'s ``x * log(2)``), computed in
+    place in ``d`` when it is a saved array only the running VJP holds."""
+    if c.__class__ in _REAL_NUMBERS and large(d) and d.dtype.kind in "fc" and _spent(d):
+        d *= c
+        return d
+    return d * c
 
 
 class IndexedGrad:
