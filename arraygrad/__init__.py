@@ -46,13 +46,16 @@ def namespace(backend="numpy"):
     """Return the differentiable Array API namespace of ``backend``.
 
     ``backend`` is a registered name (``"numpy"``, ``"array_api_strict"``...), a backend's raw
-    namespace (``array_api_strict``), or an array or Variable of that backend.
+    namespace (``array_api_strict``), the library's own module (``numpy``, ``torch``,
+    ``dask.array``), or an array or Variable of that backend.
     """
     if isinstance(backend, str):
         return get_backend(backend).ns
     if isinstance(backend, Variable):
         return backend._backend.ns
     owner = registry.of(backend)
+    if owner is None and callable(getattr(backend, "asarray", None)):
+        owner = _owner_of_arrays_made_by(backend)
     if owner is not None:
         return owner.ns
     registry.ensure_loaded()
@@ -65,3 +68,12 @@ def namespace(backend="numpy"):
             continue
     raise BackendError(f"no registered backend matches {backend!r}; pass a backend name "
                        f"({', '.join(sorted(registry.backends))}), its namespace or an array")
+
+
+def _owner_of_arrays_made_by(module):
+    """The backend owning the arrays that ``module.asarray`` makes: ``numpy`` and ``torch`` are
+    not the namespaces their backends register (array-api-compat's wrappers of them)."""
+    try:
+        return registry.of(module.asarray(0.0))
+    except Exception:  # noqa: BLE001 (not an array library: the caller says what to pass)
+        return None

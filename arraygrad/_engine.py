@@ -25,7 +25,7 @@ import weakref
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import broadcasts, is_complex, is_complex_dtype
-from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, private
+from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, large_shape, private
 
 _FREED = object()
 
@@ -214,7 +214,8 @@ class Node:
         if broadcast is None:
             results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
         else:
-            results = run_vjps(rule, xp, g, saved, self.params, edges, False, spent, vjps)
+            results = run_vjps(rule, xp, g, saved, self.params, edges, False,
+                               spent and large_shape(broadcast.shape), vjps)
         meta = self.meta
         plain = backend._plain_types
         for i, grad in enumerate(results):

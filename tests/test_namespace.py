@@ -236,3 +236,26 @@ def test_variable_array_attributes(backend):
     assert x.T.shape == (3, 2) and x.mT.shape == (3, 2)
     assert x[1, 2].item() == 5.0 and len(x) == 2
     assert bool(x[0, 1]) and int(x[1, 0]) == 3 and float(x[1, 1]) == 4.0
+
+
+@pytest.mark.parametrize("module, name", [
+    ("numpy", "numpy"), ("torch", "torch"), ("dask.array", "dask"), ("jax.numpy", "jax"),
+    ("array_api_strict", "array_api_strict"), ("array_api_compat.numpy", "numpy"),
+])
+def test_a_librarys_own_module_names_its_backend(module, name):
+    """``ag.namespace(np)``, as a NumPy user writes it, is the NumPy backend's namespace (the
+    backend registers array-api-compat's wrapper of NumPy, not ``numpy`` itself)."""
+    library = pytest.importorskip(module)
+    xp = ag.namespace(library)
+    assert xp is ag.namespace(name)
+    x = ag.Variable(xp.asarray([1.0, 2.0, 3.0]), requires_grad=True)
+    xp.sum(x * x).backward()
+    np.testing.assert_allclose(np.asarray(ag.get_backend(name).to_numpy(x.grad.data)),
+                               [2.0, 4.0, 6.0])
+
+
+def test_a_module_that_is_no_array_library_is_refused_with_the_names_to_pass():
+    import math
+
+    with pytest.raises(ag.BackendError, match="no registered backend matches.*math.*numpy"):
+        ag.namespace(math)

@@ -5,6 +5,7 @@ the capability ``reuse_unshared`` ever qualify."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 from ._core import _REAL_NUMBERS, backends, broadcasts, host_reads
@@ -88,6 +89,12 @@ def large(a) -> bool:
     """Whether ``a`` has at least ``REUSE_MIN_SIZE`` elements (False for lazy sizes)."""
     size = getattr(a, "size", None)
     return size.__class__ is int and size >= REUSE_MIN_SIZE
+
+
+def large_shape(shape) -> bool:
+    """Whether an array of ``shape`` would be :func:`large` (False for lazy sizes: a NaN or a
+    None length)."""
+    return all(n.__class__ is int for n in shape) and math.prod(shape) >= REUSE_MIN_SIZE
 
 
 def _broadcast_one(g) -> bool:
