@@ -314,9 +314,7 @@ def _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps):
         args = picked[n]
         options = _options(params, rule.keywords[i]) if params else _NO_OPTIONS
         _scratch.grad = g if n == last and owned and not _returned(results, g) else None
-        # Its own: not read by a VJP called later, nor returned (or viewed) by an earlier one.
-        _scratch.saved = tuple(v for v in args if _occurrences(free, v) and not _returned(
-            results, v) and not _read_elsewhere(picked[n + 1:], -1, v)) if free else ()
+        _scratch.saved = _its_own(args, free, results, picked[n + 1:]) if free else ()
         try:
             results[i] = vjps[i](xp, g, *args, **options)
         finally:
@@ -337,6 +335,13 @@ def _unheld(saved) -> tuple:
         if large(value) and private(value, _occurrences(saved, value) + 3):
             found += (value,)
     return found
+
+
+def _its_own(args, free, results, later) -> tuple:
+    """The arrays of ``free`` among a VJP's ``args`` that it may overwrite: none that an earlier
+    VJP returned (or a view of), nor any that a VJP called ``later`` reads."""
+    return tuple(v for v in args if _occurrences(free, v) and not _returned(results, v)
+                 and not _read_elsewhere(later, -1, v))
 
 
 def _read_elsewhere(picked, n, value) -> bool:

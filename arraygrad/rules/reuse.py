@@ -112,24 +112,21 @@ def times(g, d, scale=None):
     array only the running VJP holds, always keeping the shape and dtype of ``g * d``. A VJP
     calls it at most once, as its last use of ``g`` and of ``d``; joint VJPs never get a ``g``
     they may overwrite."""
-    if scale is not None:
-        if g is _scratch.grad and d.__class__ is g.__class__ and d.dtype == g.dtype \
-                and d.shape == g.shape:  # two passes over g, and no new array
-            g *= d
-            g *= scale
-            return g
-        d = multiplied(d, scale)
     if g is _scratch.grad:  # the engine lets this VJP overwrite g
         if d.__class__ in _REAL_NUMBERS or (
                 d.__class__ is g.__class__ and d.dtype == g.dtype and d.shape == g.shape):
             g *= d
+            if scale is not None:  # a second pass over g, and still no new array
+                g *= scale
             return g
-    elif (d.__class__ is g.__class__ and large(g) and d.dtype == g.dtype
-          and d.shape == g.shape):
+    if scale is not None:
+        d = multiplied(d, scale)
+    if g is not _scratch.grad and d.__class__ is g.__class__ and large(g) \
+            and d.dtype == g.dtype and d.shape == g.shape:
         if _broadcast_one(g):
             return d
-        # d's references: this argument, private's, getrefcount's; or d is a saved array that
-        # only the running VJP still holds.
+        # d's references: this argument (or name), private's, getrefcount's; or d is a saved
+        # array that only the running VJP still holds.
         if private(d, 3) or _spent(d):
             d *= g
             return d
@@ -188,7 +185,7 @@ def reciprocal(xp, d):
 def added(d, c):
     """``d + c`` (a Python number) for a derivative (``log1p``'s ``1 + x``), computed in place
     in ``d`` when it is a saved array only the running VJP holds."""
-    if c.__class__ in _REAL_NUMBERS and large(d) and d.dtype.kind in "fc" and _spent(d):
+    if _spent_operand(d, c):
         d += c
         return d
     return d + c
@@ -197,10 +194,16 @@ def added(d, c):
 def multiplied(d, c):
     """``d * c`` (a Python number) for a derivative (``log2``'s ``x * log(2)``), computed in
     place in ``d`` when it is a saved array only the running VJP holds."""
-    if c.__class__ in _REAL_NUMBERS and large(d) and d.dtype.kind in "fc" and _spent(d):
+    if _spent_operand(d, c):
         d *= c
         return d
     return d * c
+
+
+def _spent_operand(d, c) -> bool:
+    """Whether ``d`` op ``c`` may be computed in ``d``: a large inexact saved array that only
+    the running VJP holds, and a real Python number (which keeps ``d``'s dtype)."""
+    return c.__class__ in _REAL_NUMBERS and large(d) and d.dtype.kind in "fc" and _spent(d)
 
 
 class IndexedGrad:
