@@ -15,7 +15,7 @@ import math
 
 from ._core import (_REAL_NUMBERS, LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
                     nondifferentiable, sum_to)
-from .reuse import added, broadcast_times, multiplied, reciprocal, times
+from .reuse import added, applied, broadcast_times, multiplied, reciprocal, times
 
 
 def from_derivative(derivative):
@@ -46,14 +46,14 @@ UNARY = {
     "log10": lambda xp, x: reciprocal(xp, multiplied(x, math.log(10))),
     "sqrt": lambda xp, ans: 0.5 / ans,
     "reciprocal": lambda xp, ans: -(ans * ans),
-    "sin": lambda xp, x: xp.cos(x),
+    "sin": lambda xp, x: applied(xp.cos, x),
     "cos": lambda xp, x: -xp.sin(x),
     "tan": lambda xp, ans: 1 + ans * ans,
     "asin": lambda xp, x: reciprocal(xp, xp.sqrt(1 - x * x)),
     "acos": lambda xp, x: reciprocal(xp, -xp.sqrt(1 - x * x)),
     "atan": lambda xp, x: reciprocal(xp, 1 + x * x),
-    "sinh": lambda xp, x: xp.cosh(x),
-    "cosh": lambda xp, x: xp.sinh(x),
+    "sinh": lambda xp, x: applied(xp.cosh, x),
+    "cosh": lambda xp, x: applied(xp.sinh, x),
     "tanh": lambda xp, ans: 1 - ans * ans,
     "asinh": lambda xp, x: reciprocal(xp, xp.sqrt(x * x + 1)),
     "acosh": lambda xp, x: reciprocal(xp, xp.sqrt(x - 1) * xp.sqrt(x + 1)),

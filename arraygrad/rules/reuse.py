@@ -177,7 +177,7 @@ def reciprocal(xp, d):
     ``reuse_unshared`` promises it): NumPy's ``divide`` is vectorised, its ``reciprocal``
     (``d **= -1``) takes twice as long."""
     # d's references: this argument, private's, getrefcount's.
-    if large(d) and d.dtype.kind in "fc" and (private(d, 3) or _spent(d)):
+    if large(d) and (private(d, 3) or _spent(d)) and d.dtype.kind in "fc":
         return xp.divide(1, d, out=d)
     return 1 / d
 
@@ -200,10 +200,20 @@ def multiplied(d, c):
     return d * c
 
 
+def applied(function, d):
+    """``function(d)`` of a one-argument ufunc for a derivative (``sin``'s ``cos(x)``), computed
+    into ``d`` (``out=``, which the capability ``reuse_unshared`` promises) when it is a saved
+    array only the running VJP holds."""
+    if large(d) and _spent(d) and d.dtype.kind in "fc":
+        return function(d, out=d)
+    return function(d)
+
+
 def _spent_operand(d, c) -> bool:
     """Whether ``d`` op ``c`` may be computed in ``d``: a large inexact saved array that only
     the running VJP holds, and a real Python number (which keeps ``d``'s dtype)."""
-    return c.__class__ in _REAL_NUMBERS and large(d) and d.dtype.kind in "fc" and _spent(d)
+    # (_spent first: only NumPy-like arrays, with dtype.kind, are ever in _scratch.saved.)
+    return c.__class__ in _REAL_NUMBERS and large(d) and _spent(d) and d.dtype.kind in "fc"
 
 
 class IndexedGrad:
