@@ -304,8 +304,8 @@ def _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps):
     free = _unheld(saved) if spent else ()
     picked = [rule.pickers[i](saved) for i in active]
     if free and len(active) > 1:
-        own = [any(_occurrences(free, v) and not _read_elsewhere(picked, n, v) for v in args)
-               for n, args in enumerate(picked)]
+        own = [any(_occurrences(free, v) and not _read_by(picked[:n] + picked[n + 1:], v)
+                   for v in args) for n, args in enumerate(picked)]
         ranks = sorted(range(len(active)), key=lambda n: not own[n])  # stable: owners first
         active, picked = [active[n] for n in ranks], [picked[n] for n in ranks]
     results = [None] * len(edges)
@@ -341,12 +341,12 @@ def _its_own(args, free, results, later) -> tuple:
     """The arrays of ``free`` among a VJP's ``args`` that it may overwrite: none that an earlier
     VJP returned (or a view of), nor any that a VJP called ``later`` reads."""
     return tuple(v for v in args if _occurrences(free, v) and not _returned(results, v)
-                 and not _read_elsewhere(later, -1, v))
+                 and not _read_by(later, v))
 
 
-def _read_elsewhere(picked, n, value) -> bool:
-    """Whether an argument tuple of ``picked`` other than the ``n``-th holds ``value``."""
-    return any(_occurrences(args, value) for m, args in enumerate(picked) if m != n)
+def _read_by(arg_tuples, value) -> bool:
+    """Whether any of the VJPs' argument tuples ``arg_tuples`` holds ``value``."""
+    return any(_occurrences(args, value) for args in arg_tuples)
 
 
 def _occurrences(values, value) -> int:
