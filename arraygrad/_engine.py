@@ -25,6 +25,7 @@ import weakref
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import broadcasts, is_complex, is_complex_dtype
+from .rules import reuse as _reuse
 from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, large_shape, private
 
 _FREED = object()
@@ -105,6 +106,9 @@ outlived a collection or two, so a long graph of same-shaped ops would keep some
 collection to scan again."""
 
 
+_new_object = object.__new__
+
+
 class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
@@ -145,8 +149,13 @@ class Node:
             if len(_metas) >= 4096:
                 _metas.clear()
             shared = _metas[key] = meta
-        node = cls(rule, backend, None, shared, saved, params)
+        node = _new_object(cls)  # __init__'s work without its call
+        node.rule, node.backend, node._edges, node.meta = rule, backend, None, shared
+        node.saved, node.params, node.n_outputs = saved, params, 1
+        node.pre_hooks = node.retained = None
         node._next, node._nr, node._next2, node._nr2 = first, first_nr, second, second_nr
+        if _watching:
+            _watch(node)
         return node
 
     @property
@@ -185,13 +194,16 @@ class Node:
             xp = backend.ns
             saved = self.saved_variables()
         else:  # loaded already where the forward ran (the property loads it)
-            xp = backend._raw if backend._raw is not None else backend.raw
+            xp = backend._raw
+            if xp is None:
+                xp = backend.raw
         broadcast = None  # the BroadcastGrad whose small value the rule's VJPs take as g
         if self.n_outputs == 1:
             g = grads[0]
-            if g.__class__ is IndexedGrad:
+            kind = type(g)  # (type(), not __class__: compiled, it reads the object's type)
+            if kind is IndexedGrad:
                 g = g.dense()
-            elif g.__class__ is BroadcastGrad:
+            elif kind is BroadcastGrad:
                 vjps = getattr(rule, "broadcast_vjps", None)  # (a Function's rule has none)
                 if vjps is not None and not create_graph:
                     broadcast = g
@@ -206,7 +218,9 @@ class Node:
             edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
-        big = not create_graph and large(g)  # (a tuple of several outputs' gradients is not)
+        # (rules.reuse.large(g), inlined: a tuple of several outputs' gradients has no size)
+        size = getattr(g, "size", None)
+        big = not create_graph and type(size) is int and size >= _reuse.REUSE_MIN_SIZE
         owned = big and private(g, 4)
         spent = saved and not retain_graph
         if spent:  # released first: the last VJP may then overwrite what only it still holds
@@ -220,8 +234,9 @@ class Node:
         plain = backend._plain_types
         for i, grad in enumerate(results):
             if grad is not None and edges[i] is not None:
-                if grad.__class__ not in plain:  # numpy.float64 from 0-d arithmetic, say
-                    if grad.__class__ is not IndexedGrad and grad.__class__ is not BroadcastGrad:
+                kind = type(grad)
+                if kind not in plain:  # numpy.float64 from 0-d arithmetic, say
+                    if kind is not IndexedGrad and kind is not BroadcastGrad:
                         grad = results[i] = backend.coerce(grad)  # (those are kept, when fit)
                 shape, dtype = meta[i]
                 if broadcast is not None:
@@ -591,7 +606,7 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                     _captured(capture, node, grads)
                 continue
             if grads is not None:  # else no gradient reached it: its inputs get none from it
-                if node.__class__ is Node and (node.pre_hooks or node.retained):
+                if type(node) is Node and (node.pre_hooks or node.retained):
                     grads = _node_hooks(node, grads, create_graph)
                 if capture is not None and _captured(capture, node, grads):
                     continue
