@@ -63,8 +63,8 @@ def numpy_w1(x0, links=CHAIN):
     return g
 
 
-def numpy_w2(params, X, onehot):
-    """The loss and the gradients, as every library computes both."""
+def numpy_w2(params, X, onehot, np=np):
+    """The loss and the gradients, as every library computes both (``np``: or CuPy)."""
     W1, b1, W2, b2, W3, b3 = params
     h1 = np.tanh(X @ W1 + b1)
     h2 = np.tanh(h1 @ W2 + b2)
@@ -79,8 +79,8 @@ def numpy_w2(params, X, onehot):
     return [X.T @ da1, da1.sum(0), h1.T @ da2, da2.sum(0), h2.T @ dz, dz.sum(0)]
 
 
-def numpy_w3(x):
-    """The value and the gradient, as every library computes both."""
+def numpy_w3(x, np=np):
+    """The value and the gradient, as every library computes both (``np``: or CuPy)."""
     a = x * x
     e = np.exp(-a)
     s = np.sin(x)
