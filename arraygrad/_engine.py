@@ -99,16 +99,6 @@ def use_variable_type(cls):
     Variable = cls
 
 
-_metas: dict = {}
-"""Linked nodes' ``meta`` tuples, one per signature (shapes and dtypes of inputs and output),
-shared by every node that has it: a new one is untracked by the cyclic GC only after it has
-outlived a collection or two, so a long graph of same-shaped ops would keep some for every full
-collection to scan again."""
-
-
-_new_object = object.__new__
-
-
 class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
@@ -129,34 +119,6 @@ class Node:
         self.retained = None  # {output_nr: weakref to a Variable that called retain_grad()}
         if _watching:
             _watch(self)
-
-    @classmethod
-    def linked(cls, rule, backend, first, first_nr, second, second_nr, meta, saved, params):
-        """A node of a one- or two-input function (the namespace's fast paths) that keeps its
-        inputs' nodes in slots, not in a tuple of ``(node, output_nr)`` pairs: the graph that a
-        long chain leaves alive then holds one object per op for Python's cyclic GC to scan,
-        not three. ``second`` is ``False`` for a one-input function, None for an input that
-        needs no gradient. :attr:`edges` builds the pairs each time it is read: cached, they
-        would be as many long-lived objects again while backward runs."""
-        # The meta tuple of an earlier node of the same backend, shapes and dtypes, if any (the
-        # backend first: dtypes of different libraries are not compared).
-        key = (backend, meta)
-        try:
-            shared = _metas.get(key)
-        except TypeError:  # a dtype that cannot be hashed
-            shared = meta
-        if shared is None:
-            if len(_metas) >= 4096:
-                _metas.clear()
-            shared = _metas[key] = meta
-        node = _new_object(cls)  # __init__'s work without its call
-        node.rule, node.backend, node._edges, node.meta = rule, backend, None, shared
-        node.saved, node.params, node.n_outputs = saved, params, 1
-        node.pre_hooks = node.retained = None
-        node._next, node._nr, node._next2, node._nr2 = first, first_nr, second, second_nr
-        if _watching:
-            _watch(node)
-        return node
 
     @property
     def edges(self):

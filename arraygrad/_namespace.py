@@ -14,6 +14,7 @@ import types
 
 from . import _grad_mode, _standard
 from ._engine import Node, accumulator
+from ._links import linked
 from ._plugins import Backend, registry
 from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, Variable
 from .errors import BackendError, GradientError
@@ -31,7 +32,6 @@ _ARRAY_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__array_i
 _owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
 _make = Variable._make
-linked = Node.linked
 
 
 class Namespace(types.ModuleType):

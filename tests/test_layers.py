@@ -15,7 +15,7 @@ LAYERS = {  # docs/architecture.md's layers, numbered by what each may import
     1: ["rules", "_anomaly"],
     2: ["_plugins"],
     3: ["_engine"],
-    4: ["_variable"],
+    4: ["_variable", "_links"],
     5: ["_namespace"],
     6: ["_forward", "autograd", "_einops", "_debug", "_checkpoint"],
     7: ["_transforms", "testing", "_function"],
