@@ -16,7 +16,7 @@ from ._transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, val
 from ._variable import Variable
 from ._function import Function, FunctionCtx, custom_jvp, custom_vjp, once_differentiable
 from . import _namespace  # noqa: F401  (installs the factory of differentiable namespaces)
-from . import autograd  # noqa: E402  (arraygrad.testing imports NumPy: import it explicitly)
+from . import autograd  # noqa: E402  (arraygrad.testing, the checkers, is imported explicitly)
 from ._checkpoint import checkpoint
 from ._debug import detect_anomaly, is_anomaly_enabled, set_detect_anomaly, to_dot
 from .hookspecs import BackendSpec

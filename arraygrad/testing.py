@@ -10,22 +10,27 @@ Complex values follow PyTorch's convention: ``grad = dL/dRe(x) + i dL/dIm(x)``.
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import _engine, autograd
 from ._forward import push_tangents
 from ._plugins import get_backend, registry
 from ._variable import Variable
 
 
+def _numpy():
+    """NumPy, the host format every check compares in, reached through its plugin as the rest
+    of the core reaches it (``Backend.to_numpy``): its namespace re-exports NumPy's names."""
+    return get_backend("numpy").raw
+
+
 def _is_inexact(array) -> bool:
+    np = _numpy()
     return np.issubdtype(array.dtype, np.inexact)
 
 
 def random_like(rng, array):
     """Standard normal values of ``array``'s shape and dtype (complex gets both parts)."""
     values = rng.standard_normal(array.shape)
-    if np.iscomplexobj(array):
+    if _numpy().iscomplexobj(array):
         values = values + 1j * rng.standard_normal(array.shape)
     return values.astype(array.dtype)
 
@@ -37,7 +42,7 @@ def _outputs(result):
 def host_inner(backend, us_host, outs):
     """``sum Re<u, out>`` over the outputs, computed on the host (the loss central
     differences evaluate)."""
-    total = 0.0
+    np, total = _numpy(), 0.0
     for u, out in zip(us_host, outs):
         value = backend.to_numpy(out.data if isinstance(out, Variable) else out)
         total += float(np.real(np.vdot(u, value)))
@@ -72,7 +77,7 @@ def directional_derivatives(f, arrays, backend="numpy", *, mode="rev", eps=1e-6,
     (argument None). ``numeric_dtype`` (float64, say) evaluates the differences at that
     precision."""
     be = get_backend(backend) if isinstance(backend, str) else backend
-    raw = be.raw
+    raw, np = be.raw, _numpy()
     to_backend = to_backend or raw.asarray
     rng = np.random.default_rng(seed)
     arrays = [np.asarray(a) for a in arrays]
@@ -125,7 +130,7 @@ def grad_function(f, backend="numpy", seed=1, semantic=False):
     be = get_backend(backend) if isinstance(backend, str) else backend
 
     def gradients(*inputs):
-        rng = np.random.default_rng(seed)
+        rng = _numpy().random.default_rng(seed)
         outs = _outputs(f(*inputs))
         us = [random_like(rng, be.to_numpy(o.data)) for o in outs]
         us = [be.raw.asarray(u * counted(be, o.data) if semantic else u)
@@ -157,6 +162,7 @@ def check_grads(f, *args, order=None, modes=None, backend="numpy", eps=None, rto
 
     Raises AssertionError naming the mode, the order, the argument and the error.
     """
+    np = _numpy()
     if args and isinstance(args[0], (tuple, list)) and all(
             hasattr(a, "shape") for a in args[0]) and (
             len(args) == 1 or len(args) == 2 and isinstance(args[1], int)):
@@ -205,6 +211,7 @@ def _host_arrays(primals):
 
 def _check(f, arrays, be, order, modes, eps, rtol, atol, seed, to_backend, numeric_dtype,
            separate, level):
+    np = _numpy()
     for mode in modes:
         found = directional_derivatives(f, arrays, be, mode=mode, eps=eps, seed=seed,
                                         to_backend=to_backend, separate=separate,
