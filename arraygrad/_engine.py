@@ -108,6 +108,7 @@ class Node:
     # lock: unset until _node_hooks needs it; forward_trace: set only in anomaly mode
 
     def __init__(self, rule, backend, edges, meta, saved, params, n_outputs=1):
+        # _links.linked sets these slots itself, without this call: keep the two in step.
         self.rule = rule
         self.backend = backend
         self._edges = edges  # per input: (node, output_nr), or None when it needs no gradient
