@@ -133,6 +133,23 @@ def test_a_wrong_gradient_override_fails_exactly_that_op():
     assert all(r.checks["cross_backend"][0] == "fail" for r in results if r.status == "fail")
 
 
+def test_a_rule_without_its_conj_fails_the_numerical_check_on_complex_inputs():
+    """exp's VJP ``g * ans`` instead of ``g * conj(ans)`` is right for real inputs and wrong for
+    complex ones. Central differences see it only along complex directions: with real
+    cotangents and real directions ``Re<v, u ans>`` equals ``Re<v, u conj(ans)>``."""
+    dropped = Rule("exp", ["x"], [lambda xp, g, ans: g * ans])
+    name = _broken_backend("exp_without_conj", rules={"exp": dropped})
+    results = [r for r in _run(name, _subset()) if r.case.op == "exp"
+               and r.case.variant != "size0"]
+    complex_results = [r for r in results if r.dtype.startswith("complex")
+                       or r.case.variant.startswith("complex")]
+    # complex64 has no central differences (float64 only): the reference backend catches it.
+    assert {r.dtype for r in complex_results} == {"complex64", "complex128"}
+    assert all(r.checks["numerical" if r.dtype == "complex128" else "cross_backend"][0] == "fail"
+               for r in complex_results), [(r.case.id, r.dtype, r.checks) for r in complex_results]
+    assert all(r.status == "pass" for r in results if r not in complex_results), [
+        (r.case.id, r.dtype) for r in results if r not in complex_results and r.status != "pass"]
+
 def test_a_rule_that_writes_into_its_cotangent_fails_the_invariants():
     def overwriting(xp, g, ans):
         g *= ans  # the right value, but the caller's cotangent is destroyed
