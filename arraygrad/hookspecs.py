@@ -91,6 +91,13 @@ class BackendSpec:
     """Known failures of the conformance suite on this backend, shipped with the plugin:
     ``"package:file.txt"`` (a file in its package) or a function returning the text. Format:
     docs/conformance.md."""
+    random_state: Callable[[], Any] | None = None
+    """The state of the library's global random generators (NumPy's ``np.random``, torch's on
+    every device), taken before a checkpointed segment runs; with :attr:`set_random_state`, so
+    that running the segment again for backward draws the same values, as
+    ``torch.utils.checkpoint`` does. Taken only once the library is imported."""
+    set_random_state: Callable[[Any], None] | None = None
+    """Puts back a state :attr:`random_state` gave."""
     semantic_inputs: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     """Inputs with the library's own semantics, by name (``{"masked": ...}``): a function taking
     a host NumPy array (float or complex) to an array of this backend holding those values where
@@ -116,6 +123,9 @@ class BackendSpec:
             set(self.tolerances) - set(DTYPES) - {"float16", "bfloat16"})
         if unknown:
             problems.append(f"unknown dtype names {unknown} (the standard's: {', '.join(DTYPES)})")
+        if (self.random_state is None) != (self.set_random_state is None):
+            problems.append("random_state and set_random_state go together: give both or "
+                            "neither")
         if "plain" in self.semantic_inputs:
             problems.append("semantic_inputs cannot be named 'plain' (--op 'id@plain' selects "
                             "the plain inputs)")

@@ -10,9 +10,22 @@ def _scalar_as_array(value):
     return numpy.asarray(value) if isinstance(value, numpy.generic) else None
 
 
+def _random_state():
+    import numpy
+
+    return numpy.random.get_state()  # np.random.rand's, randn's... (not a Generator's)
+
+
+def _set_random_state(state):
+    import numpy
+
+    numpy.random.set_state(state)
+
+
 @hookimpl
 def arraygrad_backend():
     return BackendSpec(
         name="numpy", library="numpy", arrays=("numpy:ndarray", "numpy:generic"),
         namespace="array_api_compat.numpy", special="scipy.special",  # SciPy is optional
-        coerce=_scalar_as_array, capabilities={"reuse_unshared": True})
+        coerce=_scalar_as_array, capabilities={"reuse_unshared": True},
+        random_state=_random_state, set_random_state=_set_random_state)

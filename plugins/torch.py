@@ -29,11 +29,29 @@ def _to_numpy(array):
     return array.detach().cpu().resolve_conj().resolve_neg().numpy()
 
 
+def _random_state():
+    """torch's default generator on the CPU, and on every CUDA device once CUDA is in use."""
+    import torch
+
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def _set_random_state(state):
+    import torch
+
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
 @hookimpl
 def arraygrad_backend():
     return BackendSpec(
         name="torch", library="torch", arrays=("torch:Tensor",), namespace=_namespace,
         to_numpy=_to_numpy, special=_torch_fixes.Special,
         get_index=_torch_fixes.get_index, set_index=_torch_fixes.set_index,
+        random_state=_random_state, set_random_state=_set_random_state,
         # half precision computes with float32 accumulation at best: looser agreement.
         tolerances={"float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)})

@@ -144,6 +144,98 @@ def test_checkpoint_refuses_an_input_changed_in_place():
         xp.sum(y).backward()
 
 
+def _dropout_segment(xp, draw):
+    """A segment that multiplies by a random 0/2 mask drawn by ``draw(shape)`` (a host array)."""
+
+    def segment(h):
+        return xp.tanh(h) * xp.asarray(draw(h.shape))
+
+    return segment
+
+
+def _mask(uniform):
+    return (uniform > 0.5) * 2.0
+
+
+def test_checkpoint_draws_np_random_again_as_in_the_forward_pass(rng):
+    """np.random's global generator is put back for the second run (torch.utils.checkpoint's
+    preserve_rng_state), and left as if that run had not happened."""
+    xp = ag.namespace("numpy")
+    x0 = rng.standard_normal((7, 5))
+    segment = _dropout_segment(xp, lambda shape: _mask(np.random.rand(*shape)))
+    grads, after = [], []
+    for checkpointed in (False, True):
+        np.random.seed(11)
+        x = ag.Variable(x0, requires_grad=True)
+        y = ag.checkpoint(segment, x) if checkpointed else segment(x)
+        np.random.rand(2)  # a draw between the forward and the backward pass
+        xp.sum(y * xp.arange(5.0)).backward()
+        grads.append(x.grad.data)
+        after.append(np.random.rand(3))
+    assert np.array_equal(grads[0], grads[1]) and np.count_nonzero(grads[0]) < x0.size
+    assert np.array_equal(after[0], after[1])
+
+
+@pytest.mark.skipif(__import__("importlib.util").util.find_spec("torch") is None,
+                    reason="torch is not installed")
+def test_checkpoint_draws_torch_random_again_as_in_the_forward_pass(rng):
+    import torch
+
+    xp = ag.namespace("torch")
+    x0 = torch.tensor(rng.standard_normal((7, 5)))
+    segment = _dropout_segment(
+        xp, lambda shape: _mask(torch.rand(tuple(shape), dtype=torch.float64)))
+    grads = []
+    for checkpointed in (False, True):
+        torch.manual_seed(5)
+        x = ag.Variable(x0, requires_grad=True)
+        y = ag.checkpoint(segment, x) if checkpointed else segment(x)
+        xp.sum(y * xp.arange(5.0, dtype=xp.float64)).backward()
+        grads.append(x.grad.data)
+    assert torch.equal(grads[0], grads[1]) and int(torch.count_nonzero(grads[0])) < x0.numel()
+
+
+def test_checkpoint_refuses_a_second_run_with_other_values(rng):
+    """Randomness from a generator arraygrad cannot put back, or an array the segment reads
+    changed in place after the forward pass (a raw argument, a constant in its closure): an
+    error, never a gradient of other values."""
+    xp = ag.namespace("numpy")
+    x0 = rng.standard_normal((40, 30))
+    fresh = _dropout_segment(xp, lambda shape: _mask(np.random.default_rng().random(shape)))
+    scale = rng.standard_normal((40, 30))
+    constant = ag.Variable(rng.standard_normal(30))
+    changes = {
+        "fresh generator": (lambda x: fresh(x), lambda: None),
+        "raw argument": (lambda x: ag.checkpoint(lambda v, s: v * s, x, scale),
+                         lambda: scale.__imul__(1.0001)),
+        "constant in the closure": (lambda x: ag.checkpoint(lambda v: v + constant, x),
+                                    lambda: constant.__iadd__(1)),
+        # the same sum and absolute sum: the values compared one by one catch it
+        "two entries swapped": (lambda x: ag.checkpoint(lambda v, s: v * s, x ** 0, scale),
+                                lambda: scale.__setitem__((0, [0, 1]), scale[0, [1, 0]])),
+    }
+    for what, (make, change) in changes.items():
+        x = ag.Variable(x0, requires_grad=True)
+        y = make(x) if what != "fresh generator" else ag.checkpoint(make, x)
+        change()
+        with pytest.raises(ag.BackwardError, match="other values than in the forward pass"):
+            xp.sum(y).backward()
+
+
+def test_checkpoint_accepts_a_deterministic_second_run_with_nan_and_inf(rng):
+    xp = ag.namespace("numpy")
+    x = ag.Variable(np.array([-1.0, 0.0, 2.0, np.inf]), requires_grad=True)
+    with np.errstate(all="ignore"):
+        y = ag.checkpoint(lambda v: xp.log(v) * 2, x)
+        xp.sum(y).backward()
+    assert np.array_equal(x.grad.data, [2.0 / -1.0, np.inf, 1.0, 0.0])
+
+
+def test_a_spec_gives_both_random_state_functions_or_neither():
+    with pytest.raises(TypeError, match="random_state and set_random_state go together"):
+        ag.BackendSpec(name="half", arrays=("numpy:ndarray",), namespace="numpy",
+                       random_state=lambda: None)
+
 def test_checkpoint_lowers_the_peak_memory_of_a_deep_chain():
     from bench.checkpoint_memory import measure
 
