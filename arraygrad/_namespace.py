@@ -741,6 +741,20 @@ def _install_specials(ns, backend, recorders):
         return ns.stack([asarray(part, dtype=dtype) for part in parts])
 
     ns.asarray = asarray
+    raw_from_dlpack = getattr(ns, "from_dlpack", None)
+
+    def from_dlpack(x, /, **options):
+        # A Variable of this backend: asarray's (its graph kept); of another, its data would
+        # leave the graph, so only a constant may go (as Variable.__dlpack__ says).
+        if isinstance(x, Variable) and x._backend is backend and not options:
+            return asarray(x)
+        if isinstance(x, Variable):
+            x.__dlpack__()  # refuses where x requires grad
+            x = x.data
+        return raw_from_dlpack(x, **options)
+
+    if raw_from_dlpack is not None:
+        ns.from_dlpack = from_dlpack
     getitem = _Recorder(backend, "__getitem__", backend.get_index, RULES["getitem"])
 
     def _getitem(x, key):

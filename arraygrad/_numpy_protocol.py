@@ -194,7 +194,9 @@ def _nan_mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 
 def _nan_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     xp = a.__array_namespace__()
-    deviation = a - _nan_mean(a, axis, None, out, True)
+    # 0 at the NaNs before squaring: a NaN squared and only then dropped would send NaN back
+    # through the mean into every entry
+    deviation = _nan_as(a - _nan_mean(a, axis, None, out, True), 0)
     return (_nan_sum(deviation * xp.conj(deviation) if "complex" in str(a.dtype) else
                      deviation * deviation, axis, dtype, out, keepdims, **kwargs)
             / (_nan_count(xp, a, axis, keepdims) - ddof))

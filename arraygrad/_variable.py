@@ -468,6 +468,16 @@ class Variable:
         return self._backend.ns
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # np.from_dlpack(v), torch.from_dlpack(v): the buffer leaves the graph, so a Variable
+        # that requires grad refuses, as np.asarray(v) and torch's own tensors do.
+        if self._requires_grad:
+            raise BufferError(
+                "cannot export a Variable that requires grad through DLPack: the array made "
+                "from it would leave the graph, and a gradient computed through it would be "
+                "silently wrong. Use v.detach() if you mean to drop the gradient; to move a "
+                "Variable to another backend with its graph, use v.to(name) on a leaf. A "
+                "library that converts its inputs this way cannot be differentiated through "
+                "that path (see docs/interop.md).")
         options = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
                    "copy": copy}
         return self.data.__dlpack__(**{k: v for k, v in options.items() if v is not None})
@@ -535,11 +545,20 @@ class Variable:
                              "operand broadcasts to a larger shape); compute out of place")
         # Copy-on-write: the old array is never written, so whatever saved it for backward
         # still holds the value it used, and no version counter is needed.
+        if node is None and self.grad_fn is not None and _grad_mode.state.enabled:
+            if op != "zero_()":  # //=, %=...: no derivative, and the graph would be cut
+                raise InplaceError(
+                    f"in-place {op} has no derivative, so this Variable (computed by "
+                    f"{self.grad_fn.name()}) would no longer pass gradients back. Compute it "
+                    "out of place on a detached value (y = x.detach() // 2), or inside "
+                    "`with arraygrad.no_grad():` if its graph should stay as it is.")
+            requires_grad = False  # zeros: a constant, which passes back no gradient
         self.data = data
-        if node is not None or not self.is_leaf:
+        if node is not None or (self.grad_fn is not None and _grad_mode.state.enabled):
+            # (under no_grad a non-leaf keeps its graph, as in PyTorch: only its value changes)
             self.grad_fn = node
             self._output_nr = output_nr
-            self._requires_grad = requires_grad or self._requires_grad
+            self._requires_grad = requires_grad or node is not None and self._requires_grad
 
     def _inplace(self, name, other, op):
         self._inplace_check(op)

@@ -233,6 +233,41 @@ def test_an_in_place_operation_that_would_change_the_shape_is_refused():
     assert h.shape == (3,)
 
 
+@pytest.mark.parametrize("change", ["h += 1", "h[0] = 0.0", "h *= 3"])
+def test_an_in_place_change_of_a_non_leaf_under_no_grad_keeps_its_graph(change):
+    """PyTorch: the value changes, the graph stays; the gradient then flows through ``h``'s own
+    history (here 4 h + 1 from ``sum(h * h + x)``, with h = 2x changed)."""
+    x = ag.Variable(np.array([0.5, 1.5, -2.0]), requires_grad=True)
+    h = x * 2
+    with ag.no_grad():
+        exec(change)
+    assert h.grad_fn is not None and h.requires_grad
+    xp.sum(h * h + x).backward()
+    assert np.allclose(x.grad.data, 4 * h.data + 1)
+
+
+def test_an_in_place_op_without_derivative_on_a_non_leaf_is_refused():
+    x = ag.Variable(np.array([0.5, 1.5, -2.0]), requires_grad=True)
+    h = x * 3
+    with pytest.raises(ag.InplaceError, match=r"in-place //= has no derivative.*MulBackward"):
+        h //= 2.0
+    assert h.grad_fn is not None and np.array_equal(h.data, [1.5, 4.5, -6.0])
+
+
+def test_zero_on_a_non_leaf_makes_a_constant():
+    """``h.zero_()`` (and ``x.grad.zero_()`` after ``create_graph``) passes back no gradient:
+    the value is a constant, not a leaf that would collect a ``.grad`` of its own."""
+    x = ag.Variable(np.array([0.5, 1.5, -2.0]), requires_grad=True)
+    h = x * 3
+    h.zero_()
+    assert h.grad_fn is None and not h.requires_grad and not np.any(h.data)
+    xp.sum(x * x).backward(create_graph=True)
+    assert x.grad.grad_fn is not None
+    x.grad.zero_()
+    assert x.grad.grad_fn is None and not x.grad.requires_grad
+    xp.sum(x * x * x).backward()
+    assert np.allclose(x.grad.data, 3 * x.data ** 2)
+
 def test_to_refuses_what_is_not_a_backend():
     with pytest.raises(TypeError, match=r"to\(\) takes a backend name"):
         ag.Variable(np.ones(2)).to(None)
@@ -268,3 +303,15 @@ def test_clip_takes_none_for_a_bound():
     x = ag.Variable(np.array([-2.0, 0.5, 3.0]), requires_grad=True)
     xp.sum(xp.clip(x, None, 1.0)).backward()
     assert _close(x.grad, [1.0, 1.0, 0.0])
+
+
+def test_dlpack_refuses_a_variable_that_requires_grad_and_from_dlpack_keeps_the_graph():
+    """np.from_dlpack(v) (scikit-learn converts its inputs so) would hand out v's buffer
+    outside the graph: refused, as torch refuses a tensor that requires grad."""
+    v = ag.Variable(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    with pytest.raises(BufferError, match="requires grad through DLPack.*v.detach"):
+        np.from_dlpack(v)
+    assert np.array_equal(np.from_dlpack(v.detach()), v.data)
+    same = xp.from_dlpack(v)  # this backend's own namespace: asarray's, the graph kept
+    xp.sum(same * same).backward()
+    assert np.array_equal(v.grad.data, 2 * v.data)

@@ -145,3 +145,18 @@ def test_boolean_numpy_functions_run_on_the_values():
     v = ag.Variable(A, requires_grad=True)
     np.testing.assert_array_equal(np.isclose(v, A[0, 0]), np.isclose(A, A[0, 0]))
     assert np.allclose(v, A) and np.array_equal(v, A)
+
+
+@pytest.mark.parametrize("name", ["nanvar", "nanstd"])
+def test_nan_spreads_give_no_gradient_to_the_nans_and_none_of_them_to_the_others(name):
+    """The NaNs are left out before the deviations are squared: their 0 * NaN must not reach
+    the other entries through the mean (jax.grad(jnp.nanvar) gives the same)."""
+    a = np.array([np.nan, 1.0, 3.0, np.nan, 2.5, -1.0])
+    kept = ~np.isnan(a)
+    deviation = np.where(kept, a - np.nanmean(a), 0.0)
+    want = 2 * deviation / kept.sum()  # d nanvar / da
+    if name == "nanstd":
+        want = want / (2 * np.nanstd(a))
+    v = ag.Variable(a, requires_grad=True)
+    getattr(np, name)(v).backward()
+    assert np.allclose(v.grad.data, want) and not np.isnan(v.grad.data).any()
