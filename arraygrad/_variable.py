@@ -13,6 +13,7 @@ import warnings
 from . import _engine, _grad_mode, _numpy_protocol
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
+from .rules import is_complex_dtype
 
 _volatile_warned = False  # the constructor's volatile= warning, given once
 _volatile_read_warned = False  # reading Variable.volatile, warned once
@@ -249,6 +250,13 @@ class Variable:
                     f"{what} is None, but {output} has shape {tuple(self.shape)}: an implicit "
                     "gradient exists only for single-element outputs; give one of that shape "
                     "(xp.ones_like(...)).")
+            if is_complex_dtype(self.dtype):
+                # as torch: which real function of it to differentiate is the user's choice
+                raise BackwardError(
+                    f"{what} is None, but {output} is complex ({self.dtype}): an implicit "
+                    "gradient exists only for real single-element outputs. Differentiate a "
+                    "real value of it (xp.real(y), xp.abs(y) ** 2), or pass a gradient "
+                    "explicitly (xp.ones_like(y) differentiates its real part).")
             grad = raw.ones_like(self.data)
         elif isinstance(gradient, Variable):
             if gradient._backend is not backend:

@@ -9,7 +9,9 @@ from .errors import BackwardError
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False):
-    """Return the gradients of ``outputs`` with respect to each of ``inputs``.
+    """Return the gradients of ``outputs`` with respect to each of ``inputs``, as a tuple with
+    one entry per input (even for a single input given bare, as ``torch.autograd.grad``: write
+    ``(g,) = grad(y, x)`` or ``grad(y, x)[0]``).
 
     Parameters
     ----------
@@ -22,8 +24,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     from ._variable import Variable
 
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    single = not isinstance(inputs, (list, tuple))
-    inputs = [inputs] if single else list(inputs)
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     if len(grad_outputs) != len(outputs):
@@ -67,4 +68,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if found is not None and not isinstance(found, Variable):
             found = Variable._make(found, variable._backend, None, 0, False)
         results.append(found)
-    return results[0] if single else tuple(results)
+    return tuple(results)

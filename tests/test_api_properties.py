@@ -658,7 +658,9 @@ def test_autograd_grad(data):
         if (g is not None and not g.array_like) or value.shape != shape or np.any(value.imag):
             return record(WRONG, label, f"accepted grad_output {g!r} for {name}")
         total = total + (c * value.real if name == "y" else 2 * x.data * value.real)
-    results = [got] if single_in else list(got)
+    if not isinstance(got, tuple) or len(got) != len(in_names):  # torch's: always a tuple
+        return record(WRONG, label, f"returned {type(got).__name__} for {len(in_names)} inputs")
+    results = list(got)
     for name, result in zip(in_names, results):
         want = total if name == "x" and out_names else None
         if want is None:

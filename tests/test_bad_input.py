@@ -315,3 +315,15 @@ def test_dlpack_refuses_a_variable_that_requires_grad_and_from_dlpack_keeps_the_
     same = xp.from_dlpack(v)  # this backend's own namespace: asarray's, the graph kept
     xp.sum(same * same).backward()
     assert np.array_equal(v.grad.data, 2 * v.data)
+
+
+def test_backward_of_a_complex_scalar_needs_an_explicit_gradient():
+    """torch: "grad can be implicitly created only for real scalar outputs"; which real value
+    of z to differentiate (its real part, |z|^2) is the user's to say."""
+    z = ag.Variable(np.array([1 + 2j, 3 - 1j]), requires_grad=True)
+    with pytest.raises(ag.BackwardError, match=r"is complex \(complex128\).*xp.abs\(y\) \*\* 2"):
+        xp.sum(z * z).backward()
+    with pytest.raises(ag.BackwardError, match="complex"):
+        ag.grad(lambda v: xp.sum(v * 1j))(np.array([1.0, 2.0]))
+    xp.sum(z * z).backward(gradient=np.array(1 + 0j))  # explicit: d Re(sum z^2)
+    assert np.allclose(z.grad.data, 2 * np.conj(z.data))

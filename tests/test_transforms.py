@@ -137,6 +137,11 @@ def test_autograd_grad_returns_gradients_without_touching_dot_grad(backend):
     with pytest.raises(ag.BackwardError, match="allow_unused"):
         ag.autograd.grad(xp.sum(x * 2), [unused])
     assert ag.autograd.grad(xp.sum(x * 2), [x, unused], allow_unused=True)[1] is None
+    # One input given bare: still a tuple of one gradient, as torch's (grad(y, x)[0] is the
+    # whole gradient, not its first entry).
+    bare = ag.autograd.grad(xp.sum(x * x), x)
+    assert isinstance(bare, tuple) and len(bare) == 1
+    np.testing.assert_allclose(backend.host(bare[0]), [2.0, 4.0])
 
 
 @pytest.mark.parametrize("name", CASES)
