@@ -112,8 +112,11 @@ class _Recorder:
             if value._backend is not self.backend:
                 raise mixed_backends(self.backend, value._backend, self.name)
             return value.data
-        if kind in _PASSED or _owners.get(kind) is self.backend:  # a plain value, our array
+        if kind in _PASSED:
             return value
+        if _owners.get(kind) is self.backend:  # our array
+            return value if self.backend.tracked is None else self.backend.untracked(
+                value, f"{self.name}()")
         if isinstance(value, _SCALARS) or isinstance(value, (str, slice, type(Ellipsis))):
             return value
         if isinstance(value, (list, tuple)):
@@ -137,8 +140,11 @@ class _Recorder:
         """Raw value of an elementwise operand that is not a Variable of this backend: as
         ``unwrap``, refusing what cannot be an array (None, a string, a dict...)."""
         kind = value.__class__
-        if kind in _NUMBERS or _owners.get(kind) is self.backend:  # 2 * x, x + array
+        if kind in _NUMBERS:  # 2 * x
             return value
+        if _owners.get(kind) is self.backend:  # x + array
+            return value if self.backend.tracked is None else self.backend.untracked(
+                value, f"{self.name}()")
         if kind is Variable:
             return self.unwrap(value)  # of another backend: refused there
         return self.array_input(self.rule.arrays[position], value)
@@ -150,8 +156,11 @@ class _Recorder:
         kind = value.__class__
         if kind in _NUMBERS:  # clip(x, 0.0, 1.0)
             return self.backend.raw.asarray(value) if name == "x" or self.arrays_only else value
-        if _owners.get(kind) is self.backend or (value is None and name in _OPTIONAL_ARRAYS):
+        if value is None and name in _OPTIONAL_ARRAYS:
             return value
+        if _owners.get(kind) is self.backend:
+            return value if self.backend.tracked is None else self.backend.untracked(
+                value, f"{self.name}()")
         if not _array_like(value):
             raise _not_an_array(self.name, name, value)
         if isinstance(value, (list, tuple)):

@@ -12,7 +12,7 @@ from typing import Any
 import pluggy
 
 from . import hookspecs, rules
-from .errors import BackendError, BackendUnavailable
+from .errors import BackendError, BackendUnavailable, GradientError
 from .hookspecs import BackendSpec, load
 
 hookimpl = pluggy.HookimplMarker("arraygrad")
@@ -60,6 +60,7 @@ class Backend:
         self._inexact: dict = {}  # dtype -> floating or complex, cached
         self._capabilities = None
         self.get_index = spec.get_index or _default_get_index  # on the per-op path: no lookup
+        self.tracked = spec.tracked
         self.dtypes = tuple(spec.dtypes)
         self._lock = threading.Lock()
         self.from_entry_point = False  # else registered at run time (register_backend)
@@ -111,6 +112,17 @@ class Backend:
             self._plain_types.add(kind)
             return array
         return fixed
+
+    def untracked(self, array, where: str):
+        """``array``, refused where its library's own autograd records it (torch's
+        ``requires_grad``): its gradient would go into a graph arraygrad never sees."""
+        if self.tracked is not None and self.tracked(array):
+            raise GradientError(
+                f"{where} got a {self.name} array that {self.name}'s own autograd tracks "
+                "(requires_grad=True): arraygrad records the graph itself, and the gradient "
+                "meant for it would be lost. Pass array.detach(), wrapped in "
+                "arraygrad.Variable(..., requires_grad=True) if you want its gradient.")
+        return array
 
     def is_inexact(self, dtype) -> bool:
         """Whether ``dtype`` is floating or complex: whether values of it can carry gradients."""

@@ -102,7 +102,7 @@ class Variable:
                     f"no registered backend owns (registered: {names}). Pass an array of one of "
                     "them, or register a plugin for its library with arraygrad.register_backend().")
         else:
-            data = backend.coerce(data)
+            data = backend.coerce(backend.untracked(data, "Variable()"))
         if backend.operators is None:
             backend.ns  # build the namespace, which Variable's operators use
         self.data = data

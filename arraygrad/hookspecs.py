@@ -91,6 +91,9 @@ class BackendSpec:
     """Known failures of the conformance suite on this backend, shipped with the plugin:
     ``"package:file.txt"`` (a file in its package) or a function returning the text. Format:
     docs/conformance.md."""
+    tracked: Callable[[Any], bool] | None = None
+    """Whether an array is recorded by its library's own autograd (torch: ``requires_grad``):
+    arraygrad refuses it, since gradients would flow into that graph unseen."""
     random_state: Callable[[], Any] | None = None
     """The state of the library's global random generators (NumPy's ``np.random``, torch's on
     every device), taken before a checkpointed segment runs; with :attr:`set_random_state`, so

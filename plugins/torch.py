@@ -53,5 +53,6 @@ def arraygrad_backend():
         to_numpy=_to_numpy, special=_torch_fixes.Special,
         get_index=_torch_fixes.get_index, set_index=_torch_fixes.set_index,
         random_state=_random_state, set_random_state=_set_random_state,
+        tracked=lambda tensor: tensor.requires_grad,
         # half precision computes with float32 accumulation at best: looser agreement.
         tolerances={"float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)})

@@ -169,3 +169,20 @@ def test_to_device_is_recorded_on_torch():
     moved = t.to_device("cpu")
     ag.namespace(NAME).sum(moved * moved).backward()
     np.testing.assert_allclose(t.grad.data.numpy(), [0.0, 2.0, 4.0])
+
+
+def test_a_tensor_that_torch_itself_tracks_is_refused():
+    """Its gradient would go into torch's graph, which arraygrad never sees: refused as a
+    Variable's data and as an operand, with the way out (detach, then a Variable)."""
+    tracked = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    x = ag.Variable(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), requires_grad=True)
+    xp = ag.namespace("torch")
+    attempts = {"operator": lambda: x * tracked, "namespace": lambda: xp.add(x, tracked),
+                "Variable()": lambda: ag.Variable(tracked, requires_grad=True),
+                "non-elementwise": lambda: xp.matmul(x, tracked)}
+    for what, attempt in attempts.items():
+        with pytest.raises(ag.GradientError, match=r"own autograd tracks.*detach\(\)"):
+            attempt()
+    y = x * tracked.detach()
+    xp.sum(y).backward()
+    assert torch.equal(x.grad.data, torch.ones(3, dtype=torch.float64))
