@@ -117,7 +117,11 @@ class _Recorder:
         if _owners.get(kind) is self.backend:  # our array
             return value if self.backend.tracked is None else self.backend.untracked(
                 value, f"{self.name}()")
-        if isinstance(value, _SCALARS) or isinstance(value, (str, slice, type(Ellipsis))):
+        if isinstance(value, _SCALARS):  # NumPy's float64 subclasses float: to another backend,
+            # the number it holds (a rule would meet NumPy's scalars: log, where...)
+            owner = registry.of(value) if hasattr(value, "item") else None
+            return value.item() if owner is not None and owner is not self.backend else value
+        if isinstance(value, (str, slice, type(Ellipsis))):
             return value
         if isinstance(value, (list, tuple)):
             return type(value)(self.unwrap(v) for v in value)

@@ -98,8 +98,26 @@ def array_ufunc(xp, ufunc, method, inputs, kwargs):
     else:
         raise unsupported(what)
     if dtype is not None:
-        result = xp.astype(result, dtype)
+        result = xp.astype(result, _own_dtype(xp, dtype))
     return _write_out(what, out, result)
+
+
+def _own_dtype(xp, dtype):
+    """The backend's dtype of the name of a NumPy dtype (``np.float64`` is ``torch.float64``
+    for a torch Variable); others as given."""
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)
+    return getattr(xp, name, dtype) if isinstance(name, str) and xp is not None else dtype
+
+
+def _namespace_of(args):
+    for a in args:
+        if hasattr(a, "_inplace_assign"):  # a Variable
+            return a.__array_namespace__()
+        if isinstance(a, (list, tuple)):
+            found = _namespace_of(a)
+            if found is not None:
+                return found
+    return None
 
 
 def _ufunc_function(xp, name):
@@ -594,5 +612,7 @@ def array_function(func, args, kwargs):
         implementation = FUNCTIONS.get(name)
         if implementation is None:
             raise unsupported(f"numpy.{name}")
+        if kwargs.get("dtype") is not None:
+            kwargs["dtype"] = _own_dtype(_namespace_of(args), kwargs["dtype"])
         return implementation(*args, **kwargs)
     return func(*[_values(a) for a in args], **kwargs)  # on the values: no gradient to keep
