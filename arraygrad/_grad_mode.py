@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 
@@ -36,6 +37,8 @@ class _GradMode:
 
     def __call__(self, func):
         enabled = self._enabled
+        if inspect.isgeneratorfunction(func):
+            return _generator_with_grad_mode(func, enabled)
 
         @functools.wraps(func)
         def with_grad_mode(*args, **kwargs):
@@ -43,6 +46,38 @@ class _GradMode:
                 return func(*args, **kwargs)
 
         return with_grad_mode
+
+
+def _generator_with_grad_mode(func, enabled):
+    """A decorated generator function: the mode holds whenever its body runs (each resume),
+    not just while the generator object is made, as in PyTorch."""
+
+    @functools.wraps(func)
+    def generator(*args, **kwargs):
+        with _GradMode(enabled):
+            inner = func(*args, **kwargs)
+            try:
+                value = next(inner)
+            except StopIteration as stop:
+                return stop.value
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                with _GradMode(enabled):
+                    inner.close()
+                raise
+            except BaseException as exc:  # thrown in: passed on to the body
+                resume, argument = inner.throw, exc
+            else:
+                resume, argument = inner.send, sent
+            with _GradMode(enabled):
+                try:
+                    value = resume(argument)
+                except StopIteration as stop:
+                    return stop.value
+
+    return generator
 
 
 class no_grad(_GradMode):
@@ -66,8 +101,13 @@ class set_grad_enabled(_GradMode):
         super().__init__(mode)
         self._previous.append(state.enabled)
         state.enabled = self._enabled
+        self._set_at_construction = True
 
     def __enter__(self):
+        if self._set_at_construction:  # the first block: the mode is set already
+            self._set_at_construction = False
+        else:  # the same object in another block sets its mode again
+            super().__enter__()
         return self
 
     def __exit__(self, *exc):
@@ -76,6 +116,7 @@ class set_grad_enabled(_GradMode):
 
     def __call__(self, func):
         # Used as a decorator, the mode set at construction must not leak: restore it first.
-        if self._previous:
+        if self._set_at_construction and self._previous:
             state.enabled = self._previous.pop()
+            self._set_at_construction = False
         return super().__call__(func)

@@ -41,6 +41,14 @@ def _check_flag(what, value):
 _NUMBERS_ONLY = object()
 
 
+def _rebuilt(backend, data, requires_grad, grad):
+    """A leaf Variable from what ``Variable.__reduce__`` kept."""
+    variable = Variable(get_backend(backend).coerce(data), requires_grad=requires_grad)
+    if grad is not None:
+        variable.grad = Variable(grad)
+    return variable
+
+
 def _not_a_number(values):
     """The first value of a nested list that is not a number (``asarray(.., dtype=float64)``
     would make a None nan, silently), or ``_NUMBERS_ONLY``."""
@@ -512,6 +520,26 @@ class Variable:
 
     def __float__(self):
         return float(self.data)
+
+    def __format__(self, spec):
+        # f"{loss:.3f}": a single value formats as its number; a spec on more is refused (torch)
+        if not spec:
+            return str(self)
+        if self.size == 1:
+            return format(self.item(), spec)
+        raise TypeError(f"format spec {spec!r} on a Variable of shape {tuple(self.shape)}: "
+                        "only a single-element Variable formats as a number")
+
+    def __reduce__(self):
+        # pickle, copy.deepcopy: a leaf's data, requires_grad and .grad, by backend name (the
+        # backend itself holds modules). A graph cannot be copied, as in PyTorch.
+        if self.grad_fn is not None:
+            raise TypeError(
+                f"cannot pickle or deep-copy a Variable computed by {self.grad_fn.name()} "
+                "(not a leaf): its graph cannot be copied. Copy v.detach() (a leaf), or the "
+                "leaves it was computed from.")
+        grad = self._grad.data if self._grad is not None else None
+        return _rebuilt, (self._backend.name, self.data, self._requires_grad, grad)
 
     def __complex__(self):
         return complex(self.data)

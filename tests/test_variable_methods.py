@@ -193,3 +193,46 @@ def test_bad_method_arguments_are_refused(backend, call, error, match):
     with pytest.raises(error, match=match):
         call(x)
 
+
+
+def test_leaves_pickle_and_deep_copy_with_their_grad_and_a_graph_does_not():
+    import copy
+    import pickle
+
+    x = ag.Variable(np.array([1.0, -2.0, 0.5]), requires_grad=True)
+    ag.namespace("numpy").sum(x * x).backward()
+    for duplicate in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert duplicate.requires_grad and duplicate.is_leaf and duplicate.data is not x.data
+        np.testing.assert_array_equal(duplicate.data, x.data)
+        np.testing.assert_array_equal(duplicate.grad.data, 2 * x.data)
+    with pytest.raises(TypeError, match="computed by MulBackward.*v.detach"):
+        copy.deepcopy(x * 2)
+
+
+def test_a_single_value_formats_as_its_number():
+    xp = ag.namespace("numpy")
+    loss = xp.sum(ag.Variable(np.array([1.25, 2.0]), requires_grad=True))
+    assert f"{loss:.3f}" == "3.250" and f"{loss}" == str(loss)
+    with pytest.raises(TypeError, match=r"shape \(2,\)"):
+        f"{ag.Variable(np.ones(2)):.2f}"
+
+
+def test_grad_mode_decorators_cover_a_generator_body_and_set_grad_enabled_reenters():
+    x = ag.Variable(np.ones(2), requires_grad=True)
+
+    @ag.no_grad()
+    def steps():
+        for k in range(2):
+            received = yield x * k
+            assert received == "sent"
+
+    gen = steps()
+    first = next(gen)
+    second = gen.send("sent")
+    assert not first.requires_grad and not second.requires_grad
+    assert (x * 1).requires_grad  # outside the generator's body: recorded
+    mode = ag.set_grad_enabled(False)
+    for _ in range(2):  # the same object in two blocks
+        with mode:
+            assert not (x * 1).requires_grad
+        assert (x * 1).requires_grad
