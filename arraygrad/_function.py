@@ -15,7 +15,7 @@ import inspect
 import threading
 import weakref
 
-from . import autograd
+from . import _pytree, autograd
 from ._engine import _FREED, Node
 from ._forward import push_tangents
 from ._grad_mode import _GradMode, state as _grad_state
@@ -125,7 +125,7 @@ class _FunctionRule:
             ctx._current.values = None
         results = _checked(self, "backward", results, node.meta if node else None,
                            len(ctx.needs_input_grad), ctx.needs_input_grad, backend,
-                           create_graph)
+                           create_graph, labels=getattr(ctx, "labels", None))
         if create_graph and once:
             sources = [v for v in (*_per_output(g, ctx._n_outputs),
                                    *(_materialize(s, backend, node, True)
@@ -165,7 +165,7 @@ class _FunctionRule:
         n = node.n_outputs
         metas = node.meta[len(node.edges):]
         results = _checked(self, "jvp", out, metas, n, (True,) * n, backend, False,
-                           outputs=True)
+                           outputs=True, labels=getattr(ctx, "out_labels", None))
         results = [r if r is not None else raw.zeros(m[0], dtype=m[1], device=device)
                    for r, m in zip(results, metas)]
         return tuple(results) if n > 1 else results[0]
@@ -390,7 +390,9 @@ def _argument_names(cls):
                                                            p.POSITIONAL_OR_KEYWORD))
 
 
-def _label(rule, i, outputs):
+def _label(rule, i, outputs, labels=None):
+    if labels is not None:
+        return labels[i]
     if outputs:
         return f"output {i}"
     names = _argument_names(rule.cls)
@@ -398,9 +400,10 @@ def _label(rule, i, outputs):
 
 
 def _checked(rule, method, results, metas, count, wanted, backend, create_graph,
-             outputs=False):
+             outputs=False, labels=None):
     """The user's gradients (or tangents) as a list of ``count``, each checked against the
-    value it belongs to; entries nobody wants are dropped (None)."""
+    value it belongs to; entries nobody wants are dropped (None). ``labels`` names each entry
+    where the default (the argument's position and name, or the output's) does not."""
     what = rule.what(method)
     kind = "tangent" if outputs else "gradient"
     if not isinstance(results, (tuple, list)):
@@ -416,7 +419,7 @@ def _checked(rule, method, results, metas, count, wanted, backend, create_graph,
         if value is None or not want:
             checked.append(None)  # a gradient for an input that needs none: ignored (as torch)
             continue
-        label = _label(rule, i, outputs)
+        label = _label(rule, i, outputs, labels)
         if isinstance(value, Variable):
             owner = value._backend
         else:
@@ -530,8 +533,9 @@ def _flatten(tree, leaves):
     return lambda values: tree
 
 
-def _recording(args) -> bool:
-    return _grad_state.enabled and any(isinstance(a, Variable) and a.requires_grad for a in args)
+def _recording(leaves) -> bool:
+    return _grad_state.enabled and any(isinstance(a, Variable) and a.requires_grad
+                                       for a in leaves)
 
 
 class _Active(threading.local):
@@ -545,14 +549,71 @@ class _Active(threading.local):
 _active = _Active()
 
 
+class _Call:
+    """One recorded call of a custom function, its Function's first argument: the structure of
+    the arguments (pytrees, as in JAX: the Function gets their leaves) and, once ``forward``
+    has run, of the output."""
+
+    __slots__ = ("structure", "out_structure")
+
+    def __init__(self, structure):
+        self.structure = structure
+        self.out_structure = None
+
+
 def _call(custom, args):
-    if not _recording(args) or id(custom) in _active.functions:
+    leaves, structure = _pytree.flatten(args)
+    if not _recording(leaves) or id(custom) in _active.functions:
         return custom.fun(*args)
+    call = _Call(structure)
     _active.functions.add(id(custom))
     try:
-        return custom._op.apply(*args)
+        results = custom._op.apply(call, *leaves)
     finally:
         _active.functions.discard(id(custom))
+    return _pytree.unflatten(call.out_structure, results)
+
+
+def _run_forward(ctx, call, leaves, names):
+    """The arguments of one call rebuilt from their leaves; sets what backward and jvp need to
+    name each leaf in messages."""
+    ctx.call = call
+    ctx.labels = [None]  # the _Call
+    for k, child in enumerate(call.structure.children):
+        name = f"argument {k} ({names[k]})" if k < len(names) else f"argument {k}"
+        ctx.labels.extend(_pytree.paths(child, name))
+    return _pytree.unflatten(call.structure, leaves)
+
+
+def _output_leaves(ctx, call, out):
+    """The leaves of ``f``'s output, which the Function returns; keeps its structure."""
+    outs, call.out_structure = _pytree.flatten(out)
+    paths = _pytree.paths(call.out_structure, "output")
+    ctx.out_labels = ["output 0"] if call.out_structure is _pytree.LEAF else paths
+    return tuple(outs)
+
+
+def _per_argument(what, name, call, result, kind="gradient"):
+    """``bwd``'s result, one tree per argument (``None`` for a whole argument or subtree), as
+    one entry per leaf of the arguments."""
+    count = len(call.structure.children)
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(f"{what} must return a tuple with one {kind} per argument of {name} "
+                        f"(None for one without), got a {type(result).__name__}")
+    if len(result) != count:
+        raise GradientError(
+            f"{what} returned {len(result)} {kind}(s), but {name} has {count} inputs: return "
+            f"a tuple with one {kind} per argument of {name}, each of that argument's "
+            "structure (None for an argument that needs none)")
+    found = []
+    for k, (child, tree) in enumerate(zip(call.structure.children, result)):
+        try:
+            found.extend(_pytree.match(child, tree, f"its {kind}[{k}]", f"argument {k}",
+                                       none_is_zero=True))
+        except ValueError as error:
+            raise GradientError(f"{what} returned a {kind} of the wrong structure: "
+                                f"{error}") from None
+    return found
 
 
 class _Custom:
@@ -576,9 +637,12 @@ class custom_vjp(_Custom):
     """JAX's ``custom_vjp``: decorate ``f``, then ``f.defvjp(fwd, bwd)`` with ``fwd(*args) ->
     (out, residuals)`` and ``bwd(residuals, g) -> (one gradient per argument)``.
 
-    ``fwd`` runs with recording on, so residuals computed from the inputs stay connected and
-    a ``bwd`` written with differentiable ops gives correct higher derivatives. Forward mode
-    is refused, as in JAX.
+    Arguments and the output may be pytrees (tuples, lists, dicts of arrays), as in JAX: ``g``
+    has the output's structure, and ``bwd`` returns one tree per argument, of its structure
+    (``None`` for a whole argument, subtree or leaf without a gradient). ``fwd`` runs with
+    recording on, so residuals computed from the inputs stay connected and a ``bwd`` written
+    with differentiable ops gives correct higher derivatives. Forward mode is refused, as in
+    JAX.
     """
 
     _missing = ("no VJP defined for custom_vjp function {name}: call its defvjp(fwd, bwd) "
@@ -600,27 +664,25 @@ class custom_vjp(_Custom):
 def _vjp_function(custom):
     name = _name_of(custom.fun)
     fwd, bwd, fun = custom.fwd, custom.bwd, custom.fun
+    names = []
 
-    def forward(ctx, *args):
-        result = fwd(*args)
+    def forward(ctx, call, *leaves):
+        names[:] = names or _argument_names(op)
+        result = fwd(*_run_forward(ctx, call, leaves, names))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TypeError(f"custom_vjp function {name}: fwd must return a pair (output, "
                             f"residuals), got a {type(result).__name__}")
         out, residuals = result
-        leaves = []
-        ctx.rebuild = _flatten(residuals, leaves)
-        ctx.save_for_backward(*leaves)
-        ctx.several = isinstance(out, tuple)
-        return out
+        kept = []
+        ctx.rebuild = _flatten(residuals, kept)
+        ctx.save_for_backward(*kept)
+        return _output_leaves(ctx, call, out)
 
     def backward(ctx, *grads):
+        call = ctx.call
         residuals = ctx.rebuild(ctx.saved_values)
-        result = bwd(residuals, tuple(grads) if ctx.several else grads[0])
-        if not isinstance(result, (tuple, list)):
-            raise TypeError(f"custom_vjp function {name}: bwd must return a tuple with one "
-                            f"gradient per argument of {name} (None for one without), got a "
-                            f"{type(result).__name__}")
-        return tuple(result)
+        result = bwd(residuals, _pytree.unflatten(call.out_structure, grads))
+        return (None, *_per_argument(f"custom_vjp function {name}'s bwd", name, call, result))
 
     def jvp(ctx, *tangents):
         raise NoRuleError(f"custom_vjp function {name} has no forward-mode rule, so jvp() "
@@ -628,19 +690,22 @@ def _vjp_function(custom):
                           "only (grad, vjp; ag.jacobian(ag.grad(f)) for a Hessian, as "
                           "ag.hessian is forward over reverse), or define it with custom_jvp")
 
-    return type(name, (Function,), {
+    op = type(name, (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),
         "jvp": staticmethod(jvp), "_record_forward": True,
         "_describe": staticmethod(lambda method: f"custom_vjp function {name}'s "
                                                  f"{'bwd' if method == 'backward' else method}"),
         "_signature_of": staticmethod(lambda: fun)})
+    return op
 
 
 class custom_jvp(_Custom):
     """JAX's ``custom_jvp``: decorate ``f``, then ``f.defjvp(rule)`` with ``rule(primals,
     tangents) -> (primal_out, tangent_out)``, ``tangent_out`` linear in ``tangents``.
 
-    Forward mode calls the rule. Reverse mode transposes it, as JAX does: the gradient is
+    Arguments and the output may be pytrees, as in JAX: ``primals`` and ``tangents`` are tuples
+    with one tree per argument, and ``tangent_out`` has the output's structure. Forward mode
+    calls the rule. Reverse mode transposes it, as JAX does: the gradient is
     ``d<g, tangent_out>/d tangents``, so the rule's numerics (a stable formula) hold in both
     modes; the rule must therefore use differentiable operations on the tangents it receives.
     """
@@ -665,30 +730,38 @@ class custom_jvp(_Custom):
 def _jvp_function(custom):
     name = _name_of(custom.fun)
     fun, rule = custom.fun, custom.rule
+    names = []
 
-    def forward(ctx, *args):
-        ctx.arrays = [isinstance(a, Variable) or _is_array(a) for a in args]
-        ctx.static = [None if array else a for a, array in zip(args, ctx.arrays)]
-        ctx.save_for_backward(*[a for a, array in zip(args, ctx.arrays) if array])
-        out = fun(*args)
-        ctx.several = isinstance(out, tuple)
-        return out
+    def forward(ctx, call, *leaves):
+        names[:] = names or _argument_names(op)
+        args = _run_forward(ctx, call, leaves, names)
+        ctx.arrays = [isinstance(a, Variable) or _is_array(a) for a in leaves]
+        ctx.static = [None if array else a for a, array in zip(leaves, ctx.arrays)]
+        ctx.save_for_backward(*[a for a, array in zip(leaves, ctx.arrays) if array])
+        return _output_leaves(ctx, call, fun(*args))
 
     def primals(ctx):
         saved = iter(ctx.saved_values)
-        return tuple(next(saved) if array else s for array, s in zip(ctx.arrays, ctx.static))
+        return [next(saved) if array else s for array, s in zip(ctx.arrays, ctx.static)]
 
-    def tangent_out(ctx, xs, ts):
-        result = rule(tuple(xs), tuple(ts))
+    def tangent_out(call, xs, ts):
+        """The rule's tangent out at the leaves ``xs`` along ``ts``, one per output leaf."""
+        result = rule(_pytree.unflatten(call.structure, xs),
+                      _pytree.unflatten(call.structure, ts))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TypeError(f"custom_jvp function {name}: the jvp rule must return a pair "
                             f"(primal_out, tangent_out), got a {type(result).__name__}")
-        return result[1]
+        try:
+            return _pytree.match(call.out_structure, result[1], "its tangent_out",
+                                 f"{name}'s output", none_is_zero=True)
+        except ValueError as error:
+            raise GradientError(f"custom_jvp function {name}'s jvp rule returned a tangent of "
+                                f"the wrong structure: {error}") from None
 
-    def jvp(ctx, *tangents):
-        return tangent_out(ctx, primals(ctx), tangents)
+    def jvp(ctx, _, *tangents):
+        return tuple(tangent_out(ctx.call, primals(ctx), tangents))
 
-    def transposed(count, needs, several):
+    def transposed(call, count, needs):
         """``(*xs, *gs) -> gradients``: the rule's tangent map at ``xs``, transposed."""
         def gradients(*values):
             xs, gs = values[:count], values[count:]
@@ -696,8 +769,7 @@ def _jvp_function(custom):
                                  None, 0, need) if isinstance(x, Variable) else None
                   for x, need in zip(xs, needs)]
             with _GradMode(True):
-                out = tangent_out(None, xs, ts)
-            outs = list(out) if several else [out]
+                outs = tangent_out(call, xs, ts)
             wrt = [t for t, need in zip(ts, needs) if need]
             pairs = [(o, g) for o, g in zip(outs, gs)
                      if isinstance(o, Variable) and o.requires_grad]
@@ -710,19 +782,20 @@ def _jvp_function(custom):
 
     def backward(ctx, *grads):
         xs = primals(ctx)
-        needs = ctx.needs_input_grad
-        gradients = transposed(len(xs), needs, ctx.several)
+        needs = ctx.needs_input_grad[1:]
+        gradients = transposed(ctx.call, len(xs), needs)
         if _grad_state.enabled:  # create_graph: record the transposition, differentiably
             found = _Inner.apply(gradients, *xs, *grads)
             found = found if isinstance(found, tuple) else (found,)
         else:
             found = gradients(*xs, *grads)
         found = iter(found)
-        return tuple(next(found) if need else None for need in needs)
+        return (None, *(next(found) if need else None for need in needs))
 
-    return type(name, (Function,), {
+    op = type(name, (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),
         "jvp": staticmethod(jvp),
         "_describe": staticmethod(lambda method: f"custom_jvp function {name}'s " + (
             "transposed jvp rule" if method == "backward" else f"{method} rule")),
         "_signature_of": staticmethod(lambda: fun)})
+    return op

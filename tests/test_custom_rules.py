@@ -537,3 +537,82 @@ def test_check_grads_float32_and_functions_of_variables():
     check_grads(Cube.apply, (a32, a32 * 2), order=2)
     xp = ag.namespace("numpy")
     check_grads(lambda x: xp.sum(xp.tanh(x) * x), (A,), 2)  # JAX's positional order
+
+
+# ---------------------------------------------------------------- pytrees in custom rules
+@pytest.mark.skipif(not HAS_JAX, reason="jax is not installed")
+def test_custom_vjp_and_custom_jvp_take_pytree_arguments_and_outputs_as_jax():
+    import jax
+    import jax.numpy as jnp
+
+    xp = ag.namespace("numpy")
+    C = np.array([0.5, -0.8, 1.7, 0.9])
+
+    def define(custom, np_, clip):
+        @custom
+        def f(p, pair):  # a dict and a (tuple, list) argument; a dict out
+            return {"u": np_.sin(p["w"]) * pair[0], "v": (p["b"] * pair[1][0],)}
+
+        if custom in (ag.custom_vjp, jax.custom_vjp):
+            def f_fwd(p, pair):
+                return f(p, pair), (p, pair[0], pair[1][0])
+
+            def f_bwd(res, g):
+                p, y, z = res
+                gw = clip(g["u"] * np_.cos(p["w"]) * y)  # the rule differs from f's own
+                # None for a leaf (b's gradient), a dict in any key order
+                return ({"b": None, "w": gw},
+                        (g["u"] * np_.sin(p["w"]), [g["v"][0] * p["b"]]))
+
+            f.defvjp(f_fwd, f_bwd)
+        else:
+            @f.defjvp
+            def f_jvp(primals, tangents):
+                (p, pair), (tp, tpair) = primals, tangents
+                return f(p, pair), {
+                    "u": 1.5 * np_.cos(p["w"]) * pair[0] * tp["w"] + np_.sin(p["w"]) * tpair[0],
+                    "v": (tp["b"] * pair[1][0] + p["b"] * tpair[1][0],)}
+        return f
+
+    def loss(f, np_):
+        return lambda p, pair: np_.sum(f(p, pair)["u"] * pair[0]) + np_.sum(
+            f(p, pair)["v"][0] ** 2)
+
+    with jax.enable_x64(True):
+        for kind, ag_custom, jax_custom in (("vjp", ag.custom_vjp, jax.custom_vjp),
+                                            ("jvp", ag.custom_jvp, jax.custom_jvp)):
+            f = define(ag_custom, xp, lambda v: xp.clip(v, -1.0, 1.0))
+            jf = define(jax_custom, jnp, lambda v: jnp.clip(v, -1.0, 1.0))
+            p, pair = {"w": A, "b": B}, (C, [A * B])
+            grads = ag.grad(loss(f, xp), argnums=(0, 1))(p, pair)
+            want = jax.grad(loss(jf, jnp), argnums=(0, 1))(
+                {"w": jnp.asarray(A), "b": jnp.asarray(B)}, (jnp.asarray(C), [jnp.asarray(A * B)]))
+            assert set(grads[0]) == {"w", "b"} and isinstance(grads[1][1], list)
+            for got, exp in zip(jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(want)):
+                assert np.allclose(got, exp), kind
+            out = f({"w": ag.Variable(A, requires_grad=True), "b": B}, (C, [B]))
+            assert set(out) == {"u", "v"} and out["u"].grad_fn is not None
+            if kind == "jvp":  # forward mode calls the rule with the trees
+                tangents = ({"w": B, "b": A}, (A, [C]))
+                _, t_out = ag.jvp(f, (p, pair), tangents)
+                _, jt_out = jax.jvp(jf, (p, pair), tangents)
+                assert np.allclose(t_out["u"], jt_out["u"])
+                assert np.allclose(t_out["v"][0], jt_out["v"][0])
+
+
+def test_custom_vjp_pytree_bwd_of_the_wrong_structure_names_the_path():
+    xp = ag.namespace("numpy")
+
+    @ag.custom_vjp
+    def f(p):
+        return p["w"] * 2.0
+
+    f.defvjp(lambda p: (f(p), None), lambda _, g: ({"v": g},))
+    with pytest.raises(ag.GradientError, match=r"custom_vjp function f's bwd returned a "
+                                               r"gradient of the wrong structure: its "
+                                               r"gradient\[0\] is a dict with keys \['v'\]"):
+        ag.grad(lambda p: xp.sum(f(p)))({"w": A})
+    f.defvjp(lambda p: (f(p), None), lambda _, g: ({"w": xp.sum(g)},))
+    with pytest.raises(ag.GradientError, match=r"gradient of shape \(\) for argument 0 "
+                                               r"\(p\)\['w'\] of shape \(4,\)"):
+        ag.grad(lambda p: xp.sum(f(p)))({"w": A})
