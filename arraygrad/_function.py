@@ -616,6 +616,25 @@ def _per_argument(what, name, call, result, kind="gradient"):
     return found
 
 
+def _closed_over(roots, arguments):
+    """A leaf Variable requiring grad that ``roots`` (what a custom_vjp's fwd returned) depend
+    on other than through ``arguments``, or None: the gradient a closure would lose."""
+    stop = {(id(edge[0]), edge[1]) for edge in (
+        a._edge for a in arguments if isinstance(a, Variable)) if edge is not None}
+    stack = [v._edge for v in roots if isinstance(v, Variable) and v._edge is not None]
+    seen = set()
+    while stack:
+        node, output_nr = stack.pop()
+        if (id(node), output_nr) in stop or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)  # an AccumulateGrad: a leaf
+        if variable is not None:
+            return variable
+        stack.extend(edge for edge in node.edges if edge is not None)
+    return None
+
+
 class _Custom:
     """What ``custom_vjp`` and ``custom_jvp`` share: the wrapped function, and a call that runs
     the rule's Function once its ``def...`` has been given."""
@@ -675,8 +694,17 @@ def _vjp_function(custom):
         out, residuals = result
         kept = []
         ctx.rebuild = _flatten(residuals, kept)
+        outs = _output_leaves(ctx, call, out)
+        closed = _closed_over((*outs, *kept), leaves)
+        if closed is not None:
+            raise BackwardError(
+                f"custom_vjp function {name} closes over a Variable that requires grad (shape "
+                f"{tuple(closed.shape)}, dtype {closed.dtype}) and is not one of its "
+                f"arguments: bwd gives gradients for the arguments only, so its gradient would "
+                f"be silently lost (JAX raises here too). Pass it to {name} as an argument (and "
+                "return its gradient from bwd), or use .detach() on it if it is a constant")
         ctx.save_for_backward(*kept)
-        return _output_leaves(ctx, call, out)
+        return outs
 
     def backward(ctx, *grads):
         call = ctx.call

@@ -616,3 +616,32 @@ def test_custom_vjp_pytree_bwd_of_the_wrong_structure_names_the_path():
     with pytest.raises(ag.GradientError, match=r"gradient of shape \(\) for argument 0 "
                                                r"\(p\)\['w'\] of shape \(4,\)"):
         ag.grad(lambda p: xp.sum(f(p)))({"w": A})
+
+
+def test_custom_vjp_closing_over_a_variable_that_requires_grad_raises_as_jax():
+    xp = ag.namespace("numpy")
+    w = ag.Variable(B, requires_grad=True)
+    hidden = w * 2.0  # a non-leaf closure: its leaf w is what would lose its gradient
+
+    for closure in (w, hidden):
+        @ag.custom_vjp
+        def e(x):
+            return x * closure
+
+        e.defvjp(lambda x: (e(x), None), lambda r, g: (g * closure,))
+        x = ag.Variable(A, requires_grad=True)
+        with pytest.raises(ag.BackwardError, match=r"custom_vjp function e closes over a "
+                                                   r"Variable that requires grad \(shape \(4,\)"
+                                                   r".*Pass it to e as an argument"):
+            e(x)
+        assert w.grad is None
+
+    @ag.custom_vjp
+    def ok(x, w):  # passed as an argument, on a non-leaf input, with a detached constant
+        return x * w * w.detach()
+
+    ok.defvjp(lambda x, w: (ok(x, w), (x, w)),
+              lambda r, g: (g * r[1] * r[1].detach(), 2 * g * r[0] * r[1].detach()))
+    x = ag.Variable(A, requires_grad=True)
+    xp.sum(ok(x * 3.0, w)).backward()
+    assert np.allclose(x.grad.data, 3 * B * B) and np.allclose(w.grad.data, 2 * 3 * A * B)
