@@ -645,11 +645,40 @@ class _Custom:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._op = None
+        self._signature = False  # not looked up yet
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if self._op is None:
             raise TypeError(self._missing.format(name=_name_of(self.fun)))
-        return _call(self, args)
+        return _call(self, self._positional(args, kwargs))
+
+    def _positional(self, args, kwargs):
+        """The arguments by position, keywords bound by ``fun``'s signature and defaults
+        filled in, as JAX's ``resolve_kwargs``: the rules get one argument per parameter."""
+        if self._signature is False:
+            try:
+                self._signature = None if isinstance(self.fun, functools.partial) else (
+                    inspect.signature(self.fun))
+            except (TypeError, ValueError):
+                self._signature = None
+        what = f"{type(self).__name__} function {_name_of(self.fun)}"
+        if self._signature is None:
+            if kwargs:
+                raise TypeError(f"{what} was called with keyword argument(s) {sorted(kwargs)}, "
+                                "but its signature cannot be read to bind them to positions: "
+                                "pass them by position")
+            return args
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{what}: {error}") from None
+        bound.apply_defaults()
+        keywords = sorted(k for k in bound.kwargs if k in kwargs)
+        if keywords:
+            raise TypeError(f"{what}: keyword argument(s) {keywords} cannot be bound to "
+                            "positions (keyword-only or **kwargs parameters): the rules take "
+                            "arguments by position, so make them positional parameters")
+        return bound.args
 
 
 class custom_vjp(_Custom):

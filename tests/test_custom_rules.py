@@ -645,3 +645,37 @@ def test_custom_vjp_closing_over_a_variable_that_requires_grad_raises_as_jax():
     x = ag.Variable(A, requires_grad=True)
     xp.sum(ok(x * 3.0, w)).backward()
     assert np.allclose(x.grad.data, 3 * B * B) and np.allclose(w.grad.data, 2 * 3 * A * B)
+
+
+def test_custom_functions_bind_keyword_arguments_by_the_signature_as_jax():
+    xp = ag.namespace("numpy")
+
+    @ag.custom_vjp
+    def f(x, scale=2.0):
+        return x * scale
+
+    f.defvjp(lambda x, scale=2.0: (f(x, scale), scale), lambda s, g: (g * s * 0.5, None))
+    # the rule (half the true gradient, on purpose) runs for keywords and defaults alike
+    assert np.allclose(ag.grad(lambda x: xp.sum(f(x, scale=3.0)))(A), 1.5)
+    assert np.allclose(ag.grad(lambda x: xp.sum(f(x=x)))(A), 1.0)  # the default, positional
+    assert np.allclose(ag.grad(lambda s: f(A[0], scale=s))(0.5), 0.0)
+
+    @ag.custom_jvp
+    def g(x, *, power):
+        return x ** power
+
+    g.defjvp(lambda p, t: (g(*p), p[0] * t[0]))
+    with pytest.raises(TypeError, match=r"custom_jvp function g: keyword argument\(s\) "
+                                        r"\['power'\] cannot be bound to positions"):
+        ag.grad(lambda x: xp.sum(g(x, power=2)))(A)
+    with pytest.raises(TypeError, match=r"custom_vjp function f: .*unexpected keyword.*'sc'"):
+        f(A, sc=2.0)
+
+    @ag.custom_jvp
+    def h(x, scale):
+        return x * scale
+
+    h.defjvp(lambda p, t: (h(*p), 2 * t[0] * p[1]))  # twice the true tangent, on purpose
+    assert np.allclose(ag.grad(lambda x: xp.sum(h(scale=B, x=x)))(A), 2 * B)
+    _, tangent = ag.jvp(lambda x: h(x, scale=B), (A,), (np.ones(4),))
+    assert np.allclose(tangent, 2 * B)
