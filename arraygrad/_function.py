@@ -37,7 +37,13 @@ class FunctionCtx:
         self._non_differentiable = ()
         self._node = None  # weakref to the node, for saved outputs under create_graph
         self._n_outputs = 1
+        self._materialize_grads = True
         self._current = threading.local()  # the saved values as backward/jvp sees them
+
+    def set_materialize_grads(self, value):
+        """Whether ``backward`` receives zeros (True, the default) or None (False) for the
+        outputs that got no gradient, as PyTorch's; with False, ``backward`` must handle None."""
+        self._materialize_grads = bool(value)
 
     def save_for_backward(self, *values):
         """Keep Variables (inputs, outputs) or arrays for ``backward``; read them there as
@@ -114,7 +120,8 @@ class _FunctionRule:
         grads = g if ctx._n_outputs > 1 else (g,)
         once = getattr(cls.backward, "_once_differentiable", False)
         connected = create_graph and not once
-        grads = tuple(_as_variable(v, backend, connected) for v in grads)
+        grads = tuple(None if v is None else _as_variable(v, backend, connected)
+                      for v in grads)
         node = ctx._node() if ctx._node is not None else None
         values = tuple(_materialize(s, backend, node, connected) for s in
                        (saved[0] if saved else ()))
@@ -134,6 +141,23 @@ class _FunctionRule:
             results = [r if r is None else _once_result(self, r, backend, sources)
                        for r in results]
         return results
+
+    def keeps_none(self, node):
+        """Whether the engine passes None, not zeros, for outputs without a gradient."""
+        return not node.params["ctx"]._materialize_grads
+
+    def saved_tensors_of(self, node):
+        """The node's saved values as Variables (``grad_fn.saved_tensors``)."""
+        if node.saved is _FREED:
+            raise node._cannot_run()
+        return tuple(_materialize(s, node.backend, node, True)
+                     for s in (node.saved[0] if node.saved else ()))
+
+    def saved_items(self, saved):
+        """``(name, raw value)`` of each saved value, for ``to_dot(show_saved=True)``."""
+        data = {"none": None, "output": -1, "variable": 1, "constant": 1}
+        return [(f"saved_tensors[{k}]", None if data[s[0]] is None else s[data[s[0]]])
+                for k, s in enumerate(saved[0] if saved else ())]
 
     def node_jvp(self, node, tangents):
         """Forward mode through the node: the user's ``jvp(ctx, *tangents)``."""
@@ -205,6 +229,11 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def jvp(ctx, *tangents):
         raise NotImplementedError  # replaced by the subclass; see _FunctionRule.node_jvp
+
+    def __call__(self, *args, **kwargs):
+        name = type(self).__name__
+        raise TypeError(f"{name} is run by its classmethod apply: write {name}.apply(...) (as "
+                        f"in PyTorch), not {name}()(...)")
 
     @classmethod
     def apply(cls, *args, **kwargs):

@@ -679,3 +679,46 @@ def test_custom_functions_bind_keyword_arguments_by_the_signature_as_jax():
     assert np.allclose(ag.grad(lambda x: xp.sum(h(scale=B, x=x)))(A), 2 * B)
     _, tangent = ag.jvp(lambda x: h(x, scale=B), (A,), (np.ones(4),))
     assert np.allclose(tangent, 2 * B)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_function_ctx_and_node_features_of_torch():
+    import torch
+
+    xp = ag.namespace("numpy")
+    seen = {}
+
+    def define(base, materialize):
+        class Two(base):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.set_materialize_grads(materialize)
+                ctx.save_for_backward(a)
+                return a * 2, a * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen[base, materialize] = g2 is None
+                return g1 * 2 if g2 is None else g1 * 2 + g2 * 3
+        return Two
+
+    for materialize in (True, False):
+        for base in (ag.Function, torch.autograd.Function):
+            x = (ag.Variable(A, requires_grad=True) if base is ag.Function
+                 else torch.tensor(A, requires_grad=True))
+            first, _ = define(base, materialize).apply(x)
+            (saved,) = first.grad_fn.saved_tensors  # readable until backward frees them
+            assert np.allclose(np.asarray(saved.data if base is ag.Function
+                                          else saved.detach().numpy()), A)
+            (xp.sum(first) if base is ag.Function else first.sum()).backward()
+            assert np.allclose(np.asarray(x.grad.data if base is ag.Function
+                                          else x.grad.numpy()), 2.0)
+            with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+                first.grad_fn.saved_tensors
+        assert seen[ag.Function, materialize] is seen[torch.autograd.Function, materialize]
+        assert seen[ag.Function, materialize] is (not materialize)
+    with pytest.raises(TypeError, match=r"Cube is run by its classmethod apply: write "
+                                        r"Cube\.apply\(\.\.\.\)"):
+        Cube()(ag.Variable(A, requires_grad=True), B)
+    with pytest.raises(AttributeError, match="MulBackward has no saved_tensors"):
+        (ag.Variable(A, requires_grad=True) * 2).grad_fn.saved_tensors
