@@ -583,11 +583,11 @@ class _Call:
     the arguments (pytrees, as in JAX: the Function gets their leaves) and, once ``forward``
     has run, of the output."""
 
-    __slots__ = ("structure", "out_structure")
+    __slots__ = ("structure", "out_structure", "out_shapes")
 
     def __init__(self, structure):
         self.structure = structure
-        self.out_structure = None
+        self.out_structure = self.out_shapes = None
 
 
 def _call(custom, args):
@@ -617,6 +617,7 @@ def _run_forward(ctx, call, leaves, names):
 def _output_leaves(ctx, call, out):
     """The leaves of ``f``'s output, which the Function returns; keeps its structure."""
     outs, call.out_structure = _pytree.flatten(out)
+    call.out_shapes = [tuple(o.shape) if hasattr(o, "shape") else None for o in outs]
     paths = _pytree.paths(call.out_structure, "output")
     ctx.out_labels = ["output 0"] if call.out_structure is _pytree.LEAF else paths
     return tuple(outs)
@@ -838,11 +839,19 @@ def _jvp_function(custom):
             raise TypeError(f"custom_jvp function {name}: the jvp rule must return a pair "
                             f"(primal_out, tangent_out), got a {type(result).__name__}")
         try:
-            return _pytree.match(call.out_structure, result[1], "its tangent_out",
-                                 f"{name}'s output", none_is_zero=True)
+            found = _pytree.match(call.out_structure, result[1], "its tangent_out",
+                                  f"{name}'s output", none_is_zero=True)
         except ValueError as error:
             raise GradientError(f"custom_jvp function {name}'s jvp rule returned a tangent of "
                                 f"the wrong structure: {error}") from None
+        paths = _pytree.paths(call.out_structure, "output")
+        for t, shape, path in zip(found, call.out_shapes, paths):
+            if t is not None and shape is not None and hasattr(t, "shape") and tuple(
+                    t.shape) != shape:
+                raise GradientError(
+                    f"custom_jvp function {name}'s jvp rule returned a tangent of shape "
+                    f"{tuple(t.shape)} for {path} of shape {shape}: they must be equal")
+        return found
 
     def jvp(ctx, _, *tangents):
         return tuple(tangent_out(ctx.call, primals(ctx), tangents))

@@ -17,7 +17,7 @@ import weakref
 from . import _pytree, autograd
 from ._forward import push_tangents
 from ._variable import Variable
-from .errors import BackwardError
+from .errors import BackwardError, GradientError
 from .rules import device_of
 
 
@@ -266,6 +266,12 @@ def vjp(f, *primals, has_aux=False):
             raise ValueError(f"vjp_fn(): f returned {len(out)} outputs, so it takes a tuple of "
                              f"{len(out)} cotangents, got {_describe(cotangent)}")
         cotangents = _pytree.match(structure, cotangent, "cotangent", "f's output")
+        for o, c, path in zip(outs, cotangents, _pytree.paths(structure, "")):
+            shape = getattr(c, "shape", None)
+            if shape is not None and tuple(shape) != tuple(o.shape):
+                raise GradientError(f"vjp_fn(): cotangent{path} has shape {tuple(shape)}, but "
+                                    f"f's output{path} has shape {tuple(o.shape)}: they must "
+                                    "match")
         live = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
         grads = autograd.grad([o for o, _ in live], inputs, [c for _, c in live],
                               retain_graph=True, create_graph=create_graph,

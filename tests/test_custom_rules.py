@@ -722,3 +722,24 @@ def test_function_ctx_and_node_features_of_torch():
         Cube()(ag.Variable(A, requires_grad=True), B)
     with pytest.raises(AttributeError, match="MulBackward has no saved_tensors"):
         (ag.Variable(A, requires_grad=True) * 2).grad_fn.saved_tensors
+
+
+def test_wrong_tangent_and_cotangent_shapes_name_the_rule_and_vjp_fn():
+    xp = ag.namespace("numpy")
+
+    @ag.custom_jvp
+    def bad(x):
+        return {"y": x * 2}
+
+    bad.defjvp(lambda p, t: (bad(p[0]), {"y": xp.sum(t[0])}))  # a scalar tangent
+    for run in (lambda: ag.grad(lambda x: xp.sum(bad(x)["y"]))(A),
+                lambda: ag.jvp(bad, (A,), (B,))):
+        with pytest.raises(ag.GradientError, match=r"custom_jvp function bad's jvp rule "
+                                                   r"returned a tangent of shape \(\) for "
+                                                   r"output\['y'\] of shape \(4,\)"):
+            run()
+    _, vjp_fn = ag.vjp(lambda a: {"o": a * 2}, np.ones((2, 5)))
+    with pytest.raises(ag.GradientError, match=r"vjp_fn\(\): cotangent\['o'\] has shape "
+                                               r"\(1, 5\), but f's output\['o'\] has shape "
+                                               r"\(2, 5\)"):
+        vjp_fn({"o": np.ones((1, 5))})
