@@ -144,13 +144,18 @@ def to_dot(outputs, params=None, show_saved=False) -> Dot:
 
     One box per ``grad_fn`` named by its op (``MulBackward``), one per leaf (``AccumulateGrad``,
     with the leaf's shape, dtype and backend, and its name from ``params``, a ``{name:
-    Variable}`` mapping as torchviz's), the outputs with their shapes, and an arrow for every
+    Variable}`` mapping as torchviz's, or a list of Variables), the outputs with their shapes, and an arrow for every
     entry of ``next_functions`` (from the input to the node that uses it; labelled with the
     output number when a node has several outputs). ``show_saved=True`` adds what each node
     saved for backward (shape and dtype, or "freed"). ``str(dot)`` is the DOT text;
     ``dot.render("graph.svg")`` draws it (needs ``pip install "arraygrad[graph]"`` and Graphviz).
     """
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    if isinstance(params, (list, tuple)):
+        params = {f"params[{k}]": v for k, v in enumerate(params)}
+    elif params is not None and not hasattr(params, "items"):
+        raise TypeError(f"to_dot(): params must be a dict name -> Variable (torchviz's form), or "
+                        f"a list of Variables, got a {type(params).__name__}")
     names = {id(v): name for name, v in (params or {}).items()}
     lines = ["digraph backward {", "  " + _GRAPH_ATTRS]
 
@@ -211,7 +216,9 @@ def _saved_lines(node, me):
         return [f"  {me}_saved [label=\"saved: freed\", shape=note, fillcolor=orange];",
                 f"  {me}_saved -> {me} [style=dashed, arrowhead=none];"]
     lines = []
-    for k, (name, value) in enumerate(zip(rule.saves, saved)):
+    items = getattr(rule, "saved_items", None)  # a custom Function's rule names its own
+    items = items(saved) if items is not None else zip(getattr(rule, "saves", ()), saved)
+    for k, (name, value) in enumerate(items):
         if value is None:
             continue
         if isinstance(value, (list, tuple)) and value and hasattr(value[0], "shape"):

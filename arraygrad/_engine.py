@@ -141,6 +141,16 @@ class Node:
         return f"<{self.rule.display}>"
 
     @property
+    def saved_tensors(self):
+        """What a custom Function's ``forward`` saved (``ctx.save_for_backward``), as
+        Variables: PyTorch's ``grad_fn.saved_tensors``. Other nodes have none."""
+        saved_of = getattr(self.rule, "saved_tensors_of", None)
+        if saved_of is None:
+            raise AttributeError(f"{self.rule.display} has no saved_tensors: only the nodes of "
+                                 "custom Functions (ag.Function, custom_vjp, custom_jvp) have")
+        return saved_of(self)
+
+    @property
     def next_functions(self):
         """``((node, output_nr), ...)`` for each input, ``(None, 0)`` where none, as in PyTorch."""
         return tuple(edge if edge is not None else (None, 0) for edge in self.edges)
@@ -175,8 +185,12 @@ class Node:
                     g = g.dense()
         else:
             device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
-            g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
-                      for i, grad in enumerate(grads))
+            keeps_none = getattr(rule, "keeps_none", None)  # ctx.set_materialize_grads(False)
+            if keeps_none is not None and keeps_none(self):
+                g = tuple(None if grad is None else dense(grad) for grad in grads)
+            else:
+                g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
+                          for i, grad in enumerate(grads))
         if edges is None:
             edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its

@@ -15,7 +15,7 @@ import inspect
 import threading
 import weakref
 
-from . import autograd
+from . import _pytree, autograd
 from ._engine import _FREED, Node
 from ._forward import push_tangents
 from ._grad_mode import _GradMode, state as _grad_state
@@ -37,7 +37,13 @@ class FunctionCtx:
         self._non_differentiable = ()
         self._node = None  # weakref to the node, for saved outputs under create_graph
         self._n_outputs = 1
+        self._materialize_grads = True
         self._current = threading.local()  # the saved values as backward/jvp sees them
+
+    def set_materialize_grads(self, value):
+        """Whether ``backward`` receives zeros (True, the default) or None (False) for the
+        outputs that got no gradient, as PyTorch's; with False, ``backward`` must handle None."""
+        self._materialize_grads = bool(value)
 
     def save_for_backward(self, *values):
         """Keep Variables (inputs, outputs) or arrays for ``backward``; read them there as
@@ -114,7 +120,8 @@ class _FunctionRule:
         grads = g if ctx._n_outputs > 1 else (g,)
         once = getattr(cls.backward, "_once_differentiable", False)
         connected = create_graph and not once
-        grads = tuple(_as_variable(v, backend, connected) for v in grads)
+        grads = tuple(None if v is None else _as_variable(v, backend, connected)
+                      for v in grads)
         node = ctx._node() if ctx._node is not None else None
         values = tuple(_materialize(s, backend, node, connected) for s in
                        (saved[0] if saved else ()))
@@ -125,7 +132,7 @@ class _FunctionRule:
             ctx._current.values = None
         results = _checked(self, "backward", results, node.meta if node else None,
                            len(ctx.needs_input_grad), ctx.needs_input_grad, backend,
-                           create_graph)
+                           create_graph, labels=getattr(ctx, "labels", None))
         if create_graph and once:
             sources = [v for v in (*_per_output(g, ctx._n_outputs),
                                    *(_materialize(s, backend, node, True)
@@ -134,6 +141,23 @@ class _FunctionRule:
             results = [r if r is None else _once_result(self, r, backend, sources)
                        for r in results]
         return results
+
+    def keeps_none(self, node):
+        """Whether the engine passes None, not zeros, for outputs without a gradient."""
+        return not node.params["ctx"]._materialize_grads
+
+    def saved_tensors_of(self, node):
+        """The node's saved values as Variables (``grad_fn.saved_tensors``)."""
+        if node.saved is _FREED:
+            raise node._cannot_run()
+        return tuple(_materialize(s, node.backend, node, True)
+                     for s in (node.saved[0] if node.saved else ()))
+
+    def saved_items(self, saved):
+        """``(name, raw value)`` of each saved value, for ``to_dot(show_saved=True)``."""
+        data = {"none": None, "output": -1, "variable": 1, "constant": 1}
+        return [(f"saved_tensors[{k}]", None if data[s[0]] is None else s[data[s[0]]])
+                for k, s in enumerate(saved[0] if saved else ())]
 
     def node_jvp(self, node, tangents):
         """Forward mode through the node: the user's ``jvp(ctx, *tangents)``."""
@@ -165,7 +189,7 @@ class _FunctionRule:
         n = node.n_outputs
         metas = node.meta[len(node.edges):]
         results = _checked(self, "jvp", out, metas, n, (True,) * n, backend, False,
-                           outputs=True)
+                           outputs=True, labels=getattr(ctx, "out_labels", None))
         results = [r if r is not None else raw.zeros(m[0], dtype=m[1], device=device)
                    for r, m in zip(results, metas)]
         return tuple(results) if n > 1 else results[0]
@@ -205,6 +229,11 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def jvp(ctx, *tangents):
         raise NotImplementedError  # replaced by the subclass; see _FunctionRule.node_jvp
+
+    def __call__(self, *args, **kwargs):
+        name = type(self).__name__
+        raise TypeError(f"{name} is run by its classmethod apply: write {name}.apply(...) (as "
+                        f"in PyTorch), not {name}()(...)")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -390,7 +419,9 @@ def _argument_names(cls):
                                                            p.POSITIONAL_OR_KEYWORD))
 
 
-def _label(rule, i, outputs):
+def _label(rule, i, outputs, labels=None):
+    if labels is not None:
+        return labels[i]
     if outputs:
         return f"output {i}"
     names = _argument_names(rule.cls)
@@ -398,9 +429,10 @@ def _label(rule, i, outputs):
 
 
 def _checked(rule, method, results, metas, count, wanted, backend, create_graph,
-             outputs=False):
+             outputs=False, labels=None):
     """The user's gradients (or tangents) as a list of ``count``, each checked against the
-    value it belongs to; entries nobody wants are dropped (None)."""
+    value it belongs to; entries nobody wants are dropped (None). ``labels`` names each entry
+    where the default (the argument's position and name, or the output's) does not."""
     what = rule.what(method)
     kind = "tangent" if outputs else "gradient"
     if not isinstance(results, (tuple, list)):
@@ -416,7 +448,7 @@ def _checked(rule, method, results, metas, count, wanted, backend, create_graph,
         if value is None or not want:
             checked.append(None)  # a gradient for an input that needs none: ignored (as torch)
             continue
-        label = _label(rule, i, outputs)
+        label = _label(rule, i, outputs, labels)
         if isinstance(value, Variable):
             owner = value._backend
         else:
@@ -530,8 +562,9 @@ def _flatten(tree, leaves):
     return lambda values: tree
 
 
-def _recording(args) -> bool:
-    return _grad_state.enabled and any(isinstance(a, Variable) and a.requires_grad for a in args)
+def _recording(leaves) -> bool:
+    return _grad_state.enabled and any(isinstance(a, Variable) and a.requires_grad
+                                       for a in leaves)
 
 
 class _Active(threading.local):
@@ -545,14 +578,91 @@ class _Active(threading.local):
 _active = _Active()
 
 
+class _Call:
+    """One recorded call of a custom function, its Function's first argument: the structure of
+    the arguments (pytrees, as in JAX: the Function gets their leaves) and, once ``forward``
+    has run, of the output."""
+
+    __slots__ = ("structure", "out_structure", "out_shapes")
+
+    def __init__(self, structure):
+        self.structure = structure
+        self.out_structure = self.out_shapes = None
+
+
 def _call(custom, args):
-    if not _recording(args) or id(custom) in _active.functions:
+    leaves, structure = _pytree.flatten(args)
+    if not _recording(leaves) or id(custom) in _active.functions:
         return custom.fun(*args)
+    call = _Call(structure)
     _active.functions.add(id(custom))
     try:
-        return custom._op.apply(*args)
+        results = custom._op.apply(call, *leaves)
     finally:
         _active.functions.discard(id(custom))
+    return _pytree.unflatten(call.out_structure, results)
+
+
+def _run_forward(ctx, call, leaves, names):
+    """The arguments of one call rebuilt from their leaves; sets what backward and jvp need to
+    name each leaf in messages."""
+    ctx.call = call
+    ctx.labels = [None]  # the _Call
+    for k, child in enumerate(call.structure.children):
+        name = f"argument {k} ({names[k]})" if k < len(names) else f"argument {k}"
+        ctx.labels.extend(_pytree.paths(child, name))
+    return _pytree.unflatten(call.structure, leaves)
+
+
+def _output_leaves(ctx, call, out):
+    """The leaves of ``f``'s output, which the Function returns; keeps its structure."""
+    outs, call.out_structure = _pytree.flatten(out)
+    call.out_shapes = [tuple(o.shape) if hasattr(o, "shape") else None for o in outs]
+    paths = _pytree.paths(call.out_structure, "output")
+    ctx.out_labels = ["output 0"] if call.out_structure is _pytree.LEAF else paths
+    return tuple(outs)
+
+
+def _per_argument(what, name, call, result, kind="gradient"):
+    """``bwd``'s result, one tree per argument (``None`` for a whole argument or subtree), as
+    one entry per leaf of the arguments."""
+    count = len(call.structure.children)
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(f"{what} must return a tuple with one {kind} per argument of {name} "
+                        f"(None for one without), got a {type(result).__name__}")
+    if len(result) != count:
+        raise GradientError(
+            f"{what} returned {len(result)} {kind}(s), but {name} has {count} inputs: return "
+            f"a tuple with one {kind} per argument of {name}, each of that argument's "
+            "structure (None for an argument that needs none)")
+    found = []
+    for k, (child, tree) in enumerate(zip(call.structure.children, result)):
+        try:
+            found.extend(_pytree.match(child, tree, f"its {kind}[{k}]", f"argument {k}",
+                                       none_is_zero=True))
+        except ValueError as error:
+            raise GradientError(f"{what} returned a {kind} of the wrong structure: "
+                                f"{error}") from None
+    return found
+
+
+def _closed_over(roots, arguments):
+    """A leaf Variable requiring grad that ``roots`` (what a custom_vjp's fwd returned) depend
+    on other than through ``arguments``, or None: the gradient a closure would lose."""
+    stop = {(id(edge[0]), edge[1]) for edge in (
+        a._edge for a in arguments if isinstance(a, Variable)) if edge is not None}
+    stack = [v._edge for v in roots if isinstance(v, Variable) and v._edge is not None]
+    seen = set()
+    while stack:
+        node, output_nr = stack.pop()
+        if (id(node), output_nr) in stop or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)  # an AccumulateGrad: a leaf
+        if variable is not None:
+            return variable
+        stack.extend(edge for edge in node.edges if edge is not None)
+    return None
 
 
 class _Custom:
@@ -565,20 +675,52 @@ class _Custom:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._op = None
+        self._signature = False  # not looked up yet
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if self._op is None:
             raise TypeError(self._missing.format(name=_name_of(self.fun)))
-        return _call(self, args)
+        return _call(self, self._positional(args, kwargs))
+
+    def _positional(self, args, kwargs):
+        """The arguments by position, keywords bound by ``fun``'s signature and defaults
+        filled in, as JAX's ``resolve_kwargs``: the rules get one argument per parameter."""
+        if self._signature is False:
+            try:
+                self._signature = None if isinstance(self.fun, functools.partial) else (
+                    inspect.signature(self.fun))
+            except (TypeError, ValueError):
+                self._signature = None
+        what = f"{type(self).__name__} function {_name_of(self.fun)}"
+        if self._signature is None:
+            if kwargs:
+                raise TypeError(f"{what} was called with keyword argument(s) {sorted(kwargs)}, "
+                                "but its signature cannot be read to bind them to positions: "
+                                "pass them by position")
+            return args
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{what}: {error}") from None
+        bound.apply_defaults()
+        keywords = sorted(k for k in bound.kwargs if k in kwargs)
+        if keywords:
+            raise TypeError(f"{what}: keyword argument(s) {keywords} cannot be bound to "
+                            "positions (keyword-only or **kwargs parameters): the rules take "
+                            "arguments by position, so make them positional parameters")
+        return bound.args
 
 
 class custom_vjp(_Custom):
     """JAX's ``custom_vjp``: decorate ``f``, then ``f.defvjp(fwd, bwd)`` with ``fwd(*args) ->
     (out, residuals)`` and ``bwd(residuals, g) -> (one gradient per argument)``.
 
-    ``fwd`` runs with recording on, so residuals computed from the inputs stay connected and
-    a ``bwd`` written with differentiable ops gives correct higher derivatives. Forward mode
-    is refused, as in JAX.
+    Arguments and the output may be pytrees (tuples, lists, dicts of arrays), as in JAX: ``g``
+    has the output's structure, and ``bwd`` returns one tree per argument, of its structure
+    (``None`` for a whole argument, subtree or leaf without a gradient). ``fwd`` runs with
+    recording on, so residuals computed from the inputs stay connected and a ``bwd`` written
+    with differentiable ops gives correct higher derivatives. Forward mode is refused, as in
+    JAX.
     """
 
     _missing = ("no VJP defined for custom_vjp function {name}: call its defvjp(fwd, bwd) "
@@ -600,27 +742,34 @@ class custom_vjp(_Custom):
 def _vjp_function(custom):
     name = _name_of(custom.fun)
     fwd, bwd, fun = custom.fwd, custom.bwd, custom.fun
+    names = []
 
-    def forward(ctx, *args):
-        result = fwd(*args)
+    def forward(ctx, call, *leaves):
+        names[:] = names or _argument_names(op)
+        result = fwd(*_run_forward(ctx, call, leaves, names))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TypeError(f"custom_vjp function {name}: fwd must return a pair (output, "
                             f"residuals), got a {type(result).__name__}")
         out, residuals = result
-        leaves = []
-        ctx.rebuild = _flatten(residuals, leaves)
-        ctx.save_for_backward(*leaves)
-        ctx.several = isinstance(out, tuple)
-        return out
+        kept = []
+        ctx.rebuild = _flatten(residuals, kept)
+        outs = _output_leaves(ctx, call, out)
+        closed = _closed_over((*outs, *kept), leaves)
+        if closed is not None:
+            raise BackwardError(
+                f"custom_vjp function {name} closes over a Variable that requires grad (shape "
+                f"{tuple(closed.shape)}, dtype {closed.dtype}) and is not one of its "
+                f"arguments: bwd gives gradients for the arguments only, so its gradient would "
+                f"be silently lost (JAX raises here too). Pass it to {name} as an argument (and "
+                "return its gradient from bwd), or use .detach() on it if it is a constant")
+        ctx.save_for_backward(*kept)
+        return outs
 
     def backward(ctx, *grads):
+        call = ctx.call
         residuals = ctx.rebuild(ctx.saved_values)
-        result = bwd(residuals, tuple(grads) if ctx.several else grads[0])
-        if not isinstance(result, (tuple, list)):
-            raise TypeError(f"custom_vjp function {name}: bwd must return a tuple with one "
-                            f"gradient per argument of {name} (None for one without), got a "
-                            f"{type(result).__name__}")
-        return tuple(result)
+        result = bwd(residuals, _pytree.unflatten(call.out_structure, grads))
+        return (None, *_per_argument(f"custom_vjp function {name}'s bwd", name, call, result))
 
     def jvp(ctx, *tangents):
         raise NoRuleError(f"custom_vjp function {name} has no forward-mode rule, so jvp() "
@@ -628,19 +777,22 @@ def _vjp_function(custom):
                           "only (grad, vjp; ag.jacobian(ag.grad(f)) for a Hessian, as "
                           "ag.hessian is forward over reverse), or define it with custom_jvp")
 
-    return type(name, (Function,), {
+    op = type(name, (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),
         "jvp": staticmethod(jvp), "_record_forward": True,
         "_describe": staticmethod(lambda method: f"custom_vjp function {name}'s "
                                                  f"{'bwd' if method == 'backward' else method}"),
         "_signature_of": staticmethod(lambda: fun)})
+    return op
 
 
 class custom_jvp(_Custom):
     """JAX's ``custom_jvp``: decorate ``f``, then ``f.defjvp(rule)`` with ``rule(primals,
     tangents) -> (primal_out, tangent_out)``, ``tangent_out`` linear in ``tangents``.
 
-    Forward mode calls the rule. Reverse mode transposes it, as JAX does: the gradient is
+    Arguments and the output may be pytrees, as in JAX: ``primals`` and ``tangents`` are tuples
+    with one tree per argument, and ``tangent_out`` has the output's structure. Forward mode
+    calls the rule. Reverse mode transposes it, as JAX does: the gradient is
     ``d<g, tangent_out>/d tangents``, so the rule's numerics (a stable formula) hold in both
     modes; the rule must therefore use differentiable operations on the tangents it receives.
     """
@@ -665,30 +817,46 @@ class custom_jvp(_Custom):
 def _jvp_function(custom):
     name = _name_of(custom.fun)
     fun, rule = custom.fun, custom.rule
+    names = []
 
-    def forward(ctx, *args):
-        ctx.arrays = [isinstance(a, Variable) or _is_array(a) for a in args]
-        ctx.static = [None if array else a for a, array in zip(args, ctx.arrays)]
-        ctx.save_for_backward(*[a for a, array in zip(args, ctx.arrays) if array])
-        out = fun(*args)
-        ctx.several = isinstance(out, tuple)
-        return out
+    def forward(ctx, call, *leaves):
+        names[:] = names or _argument_names(op)
+        args = _run_forward(ctx, call, leaves, names)
+        ctx.arrays = [isinstance(a, Variable) or _is_array(a) for a in leaves]
+        ctx.static = [None if array else a for a, array in zip(leaves, ctx.arrays)]
+        ctx.save_for_backward(*[a for a, array in zip(leaves, ctx.arrays) if array])
+        return _output_leaves(ctx, call, fun(*args))
 
     def primals(ctx):
         saved = iter(ctx.saved_values)
-        return tuple(next(saved) if array else s for array, s in zip(ctx.arrays, ctx.static))
+        return [next(saved) if array else s for array, s in zip(ctx.arrays, ctx.static)]
 
-    def tangent_out(ctx, xs, ts):
-        result = rule(tuple(xs), tuple(ts))
+    def tangent_out(call, xs, ts):
+        """The rule's tangent out at the leaves ``xs`` along ``ts``, one per output leaf."""
+        result = rule(_pytree.unflatten(call.structure, xs),
+                      _pytree.unflatten(call.structure, ts))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TypeError(f"custom_jvp function {name}: the jvp rule must return a pair "
                             f"(primal_out, tangent_out), got a {type(result).__name__}")
-        return result[1]
+        try:
+            found = _pytree.match(call.out_structure, result[1], "its tangent_out",
+                                  f"{name}'s output", none_is_zero=True)
+        except ValueError as error:
+            raise GradientError(f"custom_jvp function {name}'s jvp rule returned a tangent of "
+                                f"the wrong structure: {error}") from None
+        paths = _pytree.paths(call.out_structure, "output")
+        for t, shape, path in zip(found, call.out_shapes, paths):
+            if t is not None and shape is not None and hasattr(t, "shape") and tuple(
+                    t.shape) != shape:
+                raise GradientError(
+                    f"custom_jvp function {name}'s jvp rule returned a tangent of shape "
+                    f"{tuple(t.shape)} for {path} of shape {shape}: they must be equal")
+        return found
 
-    def jvp(ctx, *tangents):
-        return tangent_out(ctx, primals(ctx), tangents)
+    def jvp(ctx, _, *tangents):
+        return tuple(tangent_out(ctx.call, primals(ctx), tangents))
 
-    def transposed(count, needs, several):
+    def transposed(call, count, needs):
         """``(*xs, *gs) -> gradients``: the rule's tangent map at ``xs``, transposed."""
         def gradients(*values):
             xs, gs = values[:count], values[count:]
@@ -696,8 +864,7 @@ def _jvp_function(custom):
                                  None, 0, need) if isinstance(x, Variable) else None
                   for x, need in zip(xs, needs)]
             with _GradMode(True):
-                out = tangent_out(None, xs, ts)
-            outs = list(out) if several else [out]
+                outs = tangent_out(call, xs, ts)
             wrt = [t for t, need in zip(ts, needs) if need]
             pairs = [(o, g) for o, g in zip(outs, gs)
                      if isinstance(o, Variable) and o.requires_grad]
@@ -710,19 +877,20 @@ def _jvp_function(custom):
 
     def backward(ctx, *grads):
         xs = primals(ctx)
-        needs = ctx.needs_input_grad
-        gradients = transposed(len(xs), needs, ctx.several)
+        needs = ctx.needs_input_grad[1:]
+        gradients = transposed(ctx.call, len(xs), needs)
         if _grad_state.enabled:  # create_graph: record the transposition, differentiably
             found = _Inner.apply(gradients, *xs, *grads)
             found = found if isinstance(found, tuple) else (found,)
         else:
             found = gradients(*xs, *grads)
         found = iter(found)
-        return tuple(next(found) if need else None for need in needs)
+        return (None, *(next(found) if need else None for need in needs))
 
-    return type(name, (Function,), {
+    op = type(name, (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),
         "jvp": staticmethod(jvp),
         "_describe": staticmethod(lambda method: f"custom_jvp function {name}'s " + (
             "transposed jvp rule" if method == "backward" else f"{method} rule")),
         "_signature_of": staticmethod(lambda: fun)})
+    return op

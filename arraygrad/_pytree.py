@@ -103,16 +103,21 @@ def describe(structure):
     return f"a {structure.kind.__name__} of {len(structure.children)}"
 
 
-def match(structure, tree, where, reference="it"):
+def match(structure, tree, where, reference="it", none_is_zero=False):
     """The leaves of ``tree`` placed as the leaves of ``structure`` (a leaf of ``structure``
     takes whatever is there, so a list of numbers may stand for an array). Tuples and lists
     match each other; dicts match by key. Raises ValueError naming the first path that differs.
-    ``where`` names ``tree`` (``"tangents[0]"``); ``reference`` names what it must match."""
+    ``where`` names ``tree`` (``"tangents[0]"``); ``reference`` names what it must match. With
+    ``none_is_zero``, ``None`` in ``tree`` stands for a whole subtree of ``None`` leaves (a
+    custom rule's zero gradient, as JAX allows)."""
     leaves = []
 
     def walk(node, value, path):
         if node is LEAF:
             leaves.append(value)
+            return
+        if none_is_zero and value is None:
+            leaves.extend([None] * leaf_count(node))
             return
         if node is None:
             if value is not None:

@@ -17,7 +17,7 @@ import weakref
 from . import _pytree, autograd
 from ._forward import push_tangents
 from ._variable import Variable
-from .errors import BackwardError
+from .errors import BackwardError, GradientError
 from .rules import device_of
 
 
@@ -165,6 +165,15 @@ def _split_aux(result, has_aux, transform):
     return result[0], result[1]
 
 
+def _aux_out(aux, connected, raw):
+    """``has_aux``'s value as the outputs are given back: raw arrays where the inputs were raw,
+    Variables detached unless an outer graph is to be kept (JAX gives plain arrays)."""
+    leaves, structure = _pytree.flatten(aux)
+    return _pytree.unflatten(structure, [
+        _out(a if connected else a.detach(), raw) if isinstance(a, Variable) else a
+        for a in leaves])
+
+
 def _outputs(out, transform):
     """The leaves of ``f``'s output (each a Variable) and its structure."""
     leaves, structure = _pytree.flatten(out)
@@ -217,7 +226,9 @@ def value_and_grad(f, argnums=0, has_aux=False):
         gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
         raw = _all_raw(wrts)
         value = _out(value, raw) if create_graph else _out(value.detach(), raw)
-        return ((value, aux), gradient) if has_aux else (value, gradient)
+        if has_aux:
+            return (value, _aux_out(aux, create_graph, raw)), gradient
+        return value, gradient
 
     return value_and_gradient
 
@@ -266,6 +277,12 @@ def vjp(f, *primals, has_aux=False):
             raise ValueError(f"vjp_fn(): f returned {len(out)} outputs, so it takes a tuple of "
                              f"{len(out)} cotangents, got {_describe(cotangent)}")
         cotangents = _pytree.match(structure, cotangent, "cotangent", "f's output")
+        for o, c, path in zip(outs, cotangents, _pytree.paths(structure, "")):
+            shape = getattr(c, "shape", None)
+            if shape is not None and tuple(shape) != tuple(o.shape):
+                raise GradientError(f"vjp_fn(): cotangent{path} has shape {tuple(shape)}, but "
+                                    f"f's output{path} has shape {tuple(o.shape)}: they must "
+                                    "match")
         live = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
         grads = autograd.grad([o for o, _ in live], inputs, [c for _, c in live],
                               retain_graph=True, create_graph=create_graph,
@@ -276,7 +293,9 @@ def vjp(f, *primals, has_aux=False):
     raw = _all_raw(wrts)
     values = _pytree.unflatten(structure, [_out(o if create_graph else o.detach(), raw)
                                            for o in outs])
-    return (values, vjp_fn, aux) if has_aux else (values, vjp_fn)
+    if has_aux:
+        return values, vjp_fn, _aux_out(aux, create_graph, raw)
+    return values, vjp_fn
 
 
 # ---------------------------------------------------------------------------------- forward
@@ -369,7 +388,9 @@ def jvp(f, primals, tangents, has_aux=False):
     values = _pytree.unflatten(structure, [_out(o if connected else o.detach(), raw)
                                            for o in outs])
     results = _pytree.unflatten(structure, [_out(t, raw) for t in pushed])
-    return (values, results, aux) if has_aux else (values, results)
+    if has_aux:
+        return values, results, _aux_out(aux, connected, raw)
+    return values, results
 
 
 def hvp(f, primals, tangents):
@@ -426,7 +447,7 @@ def _jacobian(f, argnums, has_aux, mode, transform):
         per_output = [_trees(wrts, block) for block in blocks]
         result = _pytree.unflatten(structure, [trees[0] if isinstance(argnums, int) else
                                                tuple(trees) for trees in per_output])
-        return (result, aux) if has_aux else result
+        return (result, _aux_out(aux, nested, _all_raw(wrts))) if has_aux else result
 
     return jacobian_of
 

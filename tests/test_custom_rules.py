@@ -537,3 +537,209 @@ def test_check_grads_float32_and_functions_of_variables():
     check_grads(Cube.apply, (a32, a32 * 2), order=2)
     xp = ag.namespace("numpy")
     check_grads(lambda x: xp.sum(xp.tanh(x) * x), (A,), 2)  # JAX's positional order
+
+
+# ---------------------------------------------------------------- pytrees in custom rules
+@pytest.mark.skipif(not HAS_JAX, reason="jax is not installed")
+def test_custom_vjp_and_custom_jvp_take_pytree_arguments_and_outputs_as_jax():
+    import jax
+    import jax.numpy as jnp
+
+    xp = ag.namespace("numpy")
+    C = np.array([0.5, -0.8, 1.7, 0.9])
+
+    def define(custom, np_, clip):
+        @custom
+        def f(p, pair):  # a dict and a (tuple, list) argument; a dict out
+            return {"u": np_.sin(p["w"]) * pair[0], "v": (p["b"] * pair[1][0],)}
+
+        if custom in (ag.custom_vjp, jax.custom_vjp):
+            def f_fwd(p, pair):
+                return f(p, pair), (p, pair[0], pair[1][0])
+
+            def f_bwd(res, g):
+                p, y, z = res
+                gw = clip(g["u"] * np_.cos(p["w"]) * y)  # the rule differs from f's own
+                # None for a leaf (b's gradient), a dict in any key order
+                return ({"b": None, "w": gw},
+                        (g["u"] * np_.sin(p["w"]), [g["v"][0] * p["b"]]))
+
+            f.defvjp(f_fwd, f_bwd)
+        else:
+            @f.defjvp
+            def f_jvp(primals, tangents):
+                (p, pair), (tp, tpair) = primals, tangents
+                return f(p, pair), {
+                    "u": 1.5 * np_.cos(p["w"]) * pair[0] * tp["w"] + np_.sin(p["w"]) * tpair[0],
+                    "v": (tp["b"] * pair[1][0] + p["b"] * tpair[1][0],)}
+        return f
+
+    def loss(f, np_):
+        return lambda p, pair: np_.sum(f(p, pair)["u"] * pair[0]) + np_.sum(
+            f(p, pair)["v"][0] ** 2)
+
+    with jax.enable_x64(True):
+        for kind, ag_custom, jax_custom in (("vjp", ag.custom_vjp, jax.custom_vjp),
+                                            ("jvp", ag.custom_jvp, jax.custom_jvp)):
+            f = define(ag_custom, xp, lambda v: xp.clip(v, -1.0, 1.0))
+            jf = define(jax_custom, jnp, lambda v: jnp.clip(v, -1.0, 1.0))
+            p, pair = {"w": A, "b": B}, (C, [A * B])
+            grads = ag.grad(loss(f, xp), argnums=(0, 1))(p, pair)
+            want = jax.grad(loss(jf, jnp), argnums=(0, 1))(
+                {"w": jnp.asarray(A), "b": jnp.asarray(B)}, (jnp.asarray(C), [jnp.asarray(A * B)]))
+            assert set(grads[0]) == {"w", "b"} and isinstance(grads[1][1], list)
+            for got, exp in zip(jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(want)):
+                assert np.allclose(got, exp), kind
+            out = f({"w": ag.Variable(A, requires_grad=True), "b": B}, (C, [B]))
+            assert set(out) == {"u", "v"} and out["u"].grad_fn is not None
+            if kind == "jvp":  # forward mode calls the rule with the trees
+                tangents = ({"w": B, "b": A}, (A, [C]))
+                _, t_out = ag.jvp(f, (p, pair), tangents)
+                _, jt_out = jax.jvp(jf, (p, pair), tangents)
+                assert np.allclose(t_out["u"], jt_out["u"])
+                assert np.allclose(t_out["v"][0], jt_out["v"][0])
+
+
+def test_custom_vjp_pytree_bwd_of_the_wrong_structure_names_the_path():
+    xp = ag.namespace("numpy")
+
+    @ag.custom_vjp
+    def f(p):
+        return p["w"] * 2.0
+
+    f.defvjp(lambda p: (f(p), None), lambda _, g: ({"v": g},))
+    with pytest.raises(ag.GradientError, match=r"custom_vjp function f's bwd returned a "
+                                               r"gradient of the wrong structure: its "
+                                               r"gradient\[0\] is a dict with keys \['v'\]"):
+        ag.grad(lambda p: xp.sum(f(p)))({"w": A})
+    f.defvjp(lambda p: (f(p), None), lambda _, g: ({"w": xp.sum(g)},))
+    with pytest.raises(ag.GradientError, match=r"gradient of shape \(\) for argument 0 "
+                                               r"\(p\)\['w'\] of shape \(4,\)"):
+        ag.grad(lambda p: xp.sum(f(p)))({"w": A})
+
+
+def test_custom_vjp_closing_over_a_variable_that_requires_grad_raises_as_jax():
+    xp = ag.namespace("numpy")
+    w = ag.Variable(B, requires_grad=True)
+    hidden = w * 2.0  # a non-leaf closure: its leaf w is what would lose its gradient
+
+    for closure in (w, hidden):
+        @ag.custom_vjp
+        def e(x):
+            return x * closure
+
+        e.defvjp(lambda x: (e(x), None), lambda r, g: (g * closure,))
+        x = ag.Variable(A, requires_grad=True)
+        with pytest.raises(ag.BackwardError, match=r"custom_vjp function e closes over a "
+                                                   r"Variable that requires grad \(shape \(4,\)"
+                                                   r".*Pass it to e as an argument"):
+            e(x)
+        assert w.grad is None
+
+    @ag.custom_vjp
+    def ok(x, w):  # passed as an argument, on a non-leaf input, with a detached constant
+        return x * w * w.detach()
+
+    ok.defvjp(lambda x, w: (ok(x, w), (x, w)),
+              lambda r, g: (g * r[1] * r[1].detach(), 2 * g * r[0] * r[1].detach()))
+    x = ag.Variable(A, requires_grad=True)
+    xp.sum(ok(x * 3.0, w)).backward()
+    assert np.allclose(x.grad.data, 3 * B * B) and np.allclose(w.grad.data, 2 * 3 * A * B)
+
+
+def test_custom_functions_bind_keyword_arguments_by_the_signature_as_jax():
+    xp = ag.namespace("numpy")
+
+    @ag.custom_vjp
+    def f(x, scale=2.0):
+        return x * scale
+
+    f.defvjp(lambda x, scale=2.0: (f(x, scale), scale), lambda s, g: (g * s * 0.5, None))
+    # the rule (half the true gradient, on purpose) runs for keywords and defaults alike
+    assert np.allclose(ag.grad(lambda x: xp.sum(f(x, scale=3.0)))(A), 1.5)
+    assert np.allclose(ag.grad(lambda x: xp.sum(f(x=x)))(A), 1.0)  # the default, positional
+    assert np.allclose(ag.grad(lambda s: f(A[0], scale=s))(0.5), 0.0)
+
+    @ag.custom_jvp
+    def g(x, *, power):
+        return x ** power
+
+    g.defjvp(lambda p, t: (g(*p), p[0] * t[0]))
+    with pytest.raises(TypeError, match=r"custom_jvp function g: keyword argument\(s\) "
+                                        r"\['power'\] cannot be bound to positions"):
+        ag.grad(lambda x: xp.sum(g(x, power=2)))(A)
+    with pytest.raises(TypeError, match=r"custom_vjp function f: .*unexpected keyword.*'sc'"):
+        f(A, sc=2.0)
+
+    @ag.custom_jvp
+    def h(x, scale):
+        return x * scale
+
+    h.defjvp(lambda p, t: (h(*p), 2 * t[0] * p[1]))  # twice the true tangent, on purpose
+    assert np.allclose(ag.grad(lambda x: xp.sum(h(scale=B, x=x)))(A), 2 * B)
+    _, tangent = ag.jvp(lambda x: h(x, scale=B), (A,), (np.ones(4),))
+    assert np.allclose(tangent, 2 * B)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_function_ctx_and_node_features_of_torch():
+    import torch
+
+    xp = ag.namespace("numpy")
+    seen = {}
+
+    def define(base, materialize):
+        class Two(base):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.set_materialize_grads(materialize)
+                ctx.save_for_backward(a)
+                return a * 2, a * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen[base, materialize] = g2 is None
+                return g1 * 2 if g2 is None else g1 * 2 + g2 * 3
+        return Two
+
+    for materialize in (True, False):
+        for base in (ag.Function, torch.autograd.Function):
+            x = (ag.Variable(A, requires_grad=True) if base is ag.Function
+                 else torch.tensor(A, requires_grad=True))
+            first, _ = define(base, materialize).apply(x)
+            (saved,) = first.grad_fn.saved_tensors  # readable until backward frees them
+            assert np.allclose(np.asarray(saved.data if base is ag.Function
+                                          else saved.detach().numpy()), A)
+            (xp.sum(first) if base is ag.Function else first.sum()).backward()
+            assert np.allclose(np.asarray(x.grad.data if base is ag.Function
+                                          else x.grad.numpy()), 2.0)
+            with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+                first.grad_fn.saved_tensors
+        assert seen[ag.Function, materialize] is seen[torch.autograd.Function, materialize]
+        assert seen[ag.Function, materialize] is (not materialize)
+    with pytest.raises(TypeError, match=r"Cube is run by its classmethod apply: write "
+                                        r"Cube\.apply\(\.\.\.\)"):
+        Cube()(ag.Variable(A, requires_grad=True), B)
+    with pytest.raises(AttributeError, match="MulBackward has no saved_tensors"):
+        (ag.Variable(A, requires_grad=True) * 2).grad_fn.saved_tensors
+
+
+def test_wrong_tangent_and_cotangent_shapes_name_the_rule_and_vjp_fn():
+    xp = ag.namespace("numpy")
+
+    @ag.custom_jvp
+    def bad(x):
+        return {"y": x * 2}
+
+    bad.defjvp(lambda p, t: (bad(p[0]), {"y": xp.sum(t[0])}))  # a scalar tangent
+    for run in (lambda: ag.grad(lambda x: xp.sum(bad(x)["y"]))(A),
+                lambda: ag.jvp(bad, (A,), (B,))):
+        with pytest.raises(ag.GradientError, match=r"custom_jvp function bad's jvp rule "
+                                                   r"returned a tangent of shape \(\) for "
+                                                   r"output\['y'\] of shape \(4,\)"):
+            run()
+    _, vjp_fn = ag.vjp(lambda a: {"o": a * 2}, np.ones((2, 5)))
+    with pytest.raises(ag.GradientError, match=r"vjp_fn\(\): cotangent\['o'\] has shape "
+                                               r"\(1, 5\), but f's output\['o'\] has shape "
+                                               r"\(2, 5\)"):
+        vjp_fn({"o": np.ones((1, 5))})

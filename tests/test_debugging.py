@@ -406,3 +406,39 @@ def test_render_says_what_to_install(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(ag.GraphvizUnavailable, match="apt-get install graphviz"):
         dot.pipe("svg")
+
+
+def test_to_dot_on_custom_rules_and_params_given_as_a_list():
+    xp = ag.namespace("numpy")
+
+    class Square(ag.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g
+
+    @ag.custom_vjp
+    def cube(x):
+        return x ** 3
+
+    cube.defvjp(lambda x: (cube(x), (x, None)), lambda r, g: (3 * g * r[0] ** 2,))
+
+    @ag.custom_jvp
+    def double(x):
+        return x * 2
+
+    double.defjvp(lambda p, t: (double(p[0]), 2 * t[0]))
+    w = ag.Variable(np.array([1.0, 2.0]), requires_grad=True)
+    out = double(cube(Square.apply(w)))
+    dot = ag.to_dot(xp.sum(out), params=[w], show_saved=True).source
+    assert "SquareBackward" in dot and "cubeBackward" in dot and "doubleBackward" in dot
+    assert "saved_tensors[0]: (2,) float64" in dot  # what Square and double saved
+    assert "AccumulateGrad\\nparams[0]" in dot
+    assert dot == ag.to_dot(xp.sum(out), params=(w,), show_saved=True).source
+    with pytest.raises(TypeError, match=r"to_dot\(\): params must be a dict name -> Variable"):
+        ag.to_dot(out, params=w)

@@ -441,3 +441,41 @@ def test_has_aux_on_vjp_jvp_and_jacobians():
         jac, aux = transform(f, has_aux=True)(x)
         np.testing.assert_allclose(jac, np.diag(np.cos(x)))
         assert aux == {"note": "aux"}
+
+
+def test_has_aux_gives_aux_as_the_outputs_raw_for_raw_inputs_as_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    xp = ag.namespace("numpy")
+    a = np.array([0.3, -1.2, 2.0])
+
+    def f(np_):
+        return lambda x: (np_.sum(np_.sin(x) * x), {"mean": np_.mean(x), "sq": (x * x, None)})
+
+    def leaves(aux):
+        return [aux["mean"], aux["sq"][0]]
+
+    with jax.enable_x64(True):
+        results = {
+            "grad": (ag.grad(f(xp), has_aux=True)(a)[1],
+                     jax.grad(f(jnp), has_aux=True)(a)[1]),
+            "value_and_grad": (ag.value_and_grad(f(xp), has_aux=True)(a)[0][1],
+                               jax.value_and_grad(f(jnp), has_aux=True)(a)[0][1]),
+            "vjp": (ag.vjp(f(xp), a, has_aux=True)[2], jax.vjp(f(jnp), a, has_aux=True)[2]),
+            "jvp": (ag.jvp(f(xp), (a,), (a,), has_aux=True)[2],
+                    jax.jvp(f(jnp), (a,), (a,), has_aux=True)[2]),
+            "jacrev": (ag.jacrev(f(xp), has_aux=True)(a)[1],
+                       jax.jacrev(f(jnp), has_aux=True)(a)[1]),
+            "jacfwd": (ag.jacfwd(f(xp), has_aux=True)(a)[1],
+                       jax.jacfwd(f(jnp), has_aux=True)(a)[1]),
+        }
+    for transform, (aux, want) in results.items():
+        assert aux["sq"][1] is None, transform
+        for got, expected in zip(leaves(aux), leaves(want)):
+            assert isinstance(got, np.ndarray), (transform, type(got))
+            assert np.allclose(got, expected), transform
+    # Variables in (requiring grad): aux stays a Variable connected to them, as the value does
+    x = ag.Variable(a, requires_grad=True)
+    _, aux = ag.grad(f(xp), has_aux=True)(x)
+    assert isinstance(aux["mean"], ag.Variable) and aux["mean"].grad_fn is not None
