@@ -16,7 +16,8 @@ from . import _grad_mode, _standard
 from ._engine import Node, accumulator
 from ._links import linked
 from ._plugins import Backend, registry
-from ._variable import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, Variable
+from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
+                        Variable)
 from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
@@ -71,6 +72,18 @@ def mixed_backends(a, b, where):
     return BackendError(
         f"{where}: cannot mix Variables or arrays of backend {a.name!r} and backend {b.name!r} "
         "in one operation; move one of them first (Variable.to(backend)) so both match")
+
+
+def _refuse_other_spellings(name, reads, kwargs):
+    """torch's ``dim=``...: refused with the standard's name, before the backend's function
+    sees them. NumPy's ``ddof=`` (xarray passes it) is the standard's ``correction=``: renamed."""
+    if "ddof" in kwargs and "correction" in reads and "correction" not in kwargs:
+        kwargs["correction"] = kwargs.pop("ddof")
+    for key in kwargs:
+        if key in OTHER_SPELLINGS and key not in reads:
+            standard, note = OTHER_SPELLINGS[key]
+            raise TypeError(f"{name}() takes the Array API standard's option names: write "
+                            f"{standard}= instead of {key}={note}")
 
 
 def foreign_constant(backend, owner, value, where):
@@ -262,6 +275,8 @@ class _Recorder:
     def __call__(self, *args, **kwargs):
         check_positional(self.name, self.positional, args, self.rule)
         rule = self.rule
+        if kwargs:
+            _refuse_other_spellings(self.name, self.reads, kwargs)
         unwrap = self.unwrap
         keyword_inputs = {}
         if rule.sequence == "list":

@@ -802,6 +802,8 @@ for _name in ELEMENTWISE_METHODS:
 # torch's option names -> the standard's (and NumPy's), which the methods take instead.
 _TORCH_OPTIONS = {"dim": ("axis", ""), "keepdim": ("keepdims", ""), "p": ("ord", ""),
                   "unbiased": ("correction", "; unbiased=True is correction=1")}
+# Options of NumPy or torch the namespace's functions meet under another name in the standard.
+OTHER_SPELLINGS = {**_TORCH_OPTIONS, "ddof": ("correction", "; ddof=1 is correction=1")}
 
 
 def _refuse_options(method, options):

@@ -327,3 +327,19 @@ def test_backward_of_a_complex_scalar_needs_an_explicit_gradient():
         ag.grad(lambda v: xp.sum(v * 1j))(np.array([1.0, 2.0]))
     xp.sum(z * z).backward(gradient=np.array(1 + 0j))  # explicit: d Re(sum z^2)
     assert np.allclose(z.grad.data, 2 * np.conj(z.data))
+
+
+def test_numpy_ddof_is_the_standards_correction_and_torch_names_are_refused_with_it():
+    """xarray and NumPy code pass ddof= to the namespace's std/var: the same option as the
+    standard's correction= (NumPy's std would otherwise get both); torch's dim= gets a hint."""
+    a = np.array([[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]])
+    grads = []
+    for options in ({"ddof": 1}, {"correction": 1}):
+        v = ag.Variable(a, requires_grad=True)
+        s = xp.std(v, axis=1, **options)
+        np.testing.assert_allclose(s.data, np.std(a, axis=1, ddof=1))
+        xp.sum(s * xp.asarray([1.0, -2.0])).backward()
+        grads.append(v.grad.data)
+    np.testing.assert_array_equal(grads[0], grads[1])
+    with pytest.raises(TypeError, match="write axis= instead of dim="):
+        xp.sum(ag.Variable(a), dim=1)
