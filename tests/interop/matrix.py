@@ -60,8 +60,10 @@ How each reaches arraygrad:
 ## Library limits outside arraygrad, and their workarounds
 
 - **scikit-learn metrics that `return float(...)`** (`r2_score`, `mean_squared_error` with the
-  default `multioutput="uniform_average"`) would need the value on the host: pass
-  `multioutput="raw_values"` and reduce with `xp.mean`.
+  default `multioutput="uniform_average"`, `log_loss`, `brier_score_loss`, `max_error`) give a
+  Python number: `float(v)` and `v.item()` leave the graph, as in PyTorch, so such a metric
+  added to a Variable contributes no gradient. Pass `multioutput="raw_values"` and reduce with
+  `xp.mean`, or write the metric with the namespace.
 - **SciPy functions that convert to NumPy in compiled code** (`signal.detrend`,
   `signal.lfilter`, `fft.dct`, `linalg.det`/`inv`/`solve`/`expm`, `ndimage`, the distribution
   objects `stats.norm`) raise the `GradientError` above. Use the standard's equivalent
