@@ -587,3 +587,19 @@ def test_a_plugin_s_tolerances_loosen_every_check_with_a_tolerance():
     loose = runner.run_one(_broken_backend("sin_loose", wrong_sin, tolerances={
         "float64": (1e-2, 1e-2)}), case, "float64", known={})
     assert all(status != "fail" for status, *_ in loose.checks.values()), loose.checks
+
+
+def test_the_reports_list_every_tolerance_looser_than_the_defaults(tmp_path):
+    name = _broken_backend("loose_float32", tolerances={"float32": (1e-2, 1e-5),
+                                                        "float64": (1e-8, 1e-9)})
+    results = _run(name, [runner.case("sin[2d]")])
+    listed = "float32: rtol 0.01, atol 1e-05 (default 0.0001, 1e-05)"
+    text = report.text(results, {})
+    assert f"{name}: declares tolerances looser than arraygrad's defaults: {listed}" in text
+    assert "float64: rtol 1e-08" not in text  # tighter than the default: nothing to say
+    document = report.as_json(results, {}, 0)
+    assert document["tolerances"] == {name: {"float32": {"rtol": 1e-2, "atol": 1e-5,
+                                                         "default": [1e-4, 1e-5]}}}
+    assert f"<li>looser tolerance: {listed}</li>" in report.as_html(results, {}, 0)
+    assert report.as_json(_run("numpy", [runner.case("sin[2d]")]), {}, 0)["tolerances"] == {}
+

@@ -113,6 +113,10 @@ def test_to_numpy_is_numpy_asarray_unless_the_spec_says_otherwise(monkeypatch):
     ({"capabilities": {"complex": False}}, "unknown capabilities ['complex']"),
     ({"dtypes": ("float64", "complex256")}, "unknown dtype names ['complex256']"),
     ({"tolerances": {"float46": (1e-3, 1e-3)}}, "unknown dtype names ['float46']"),
+    ({"tolerances": {"float32": (float("inf"), 1e-5)}}, "float32: (inf, 1e-05)"),
+    ({"tolerances": {"float64": (1e-7, float("nan"))}}, "finite numbers >= 0"),
+    ({"tolerances": {"float64": (-1e-7, 1e-9)}}, "float64: (-1e-07, 1e-09)"),
+    ({"tolerances": {"float64": 1e-7}}, "(rtol, atol) pairs"),
     ({"arrays": ("numpy.ndarray",)}, "'module:Class'"),
     ({"name": ""}, "non-empty string"),
 ])
