@@ -200,7 +200,15 @@ class Backend:
         if rule is None:
             for impl in self._hook.arraygrad_rule_override.get_hookimpls():
                 if impl.plugin is self.plugin:
-                    rule = _call(impl, {"backend": self.name, "op": op})
+                    try:
+                        rule = _call(impl, {"backend": self.name, "op": op})
+                    except Exception as exc:  # broken, as a raising arraygrad_backend makes it
+                        reason = (f"arraygrad_rule_override(backend={self.name!r}, op={op!r}) "
+                                  f"raised {type(exc).__name__}: {exc}")
+                        label = registry.pm.get_name(self.plugin) or self.name
+                        registry.disable(self.plugin, reason)
+                        raise BackendUnavailable(f"backend {self.name!r} is not available: its "
+                                                 f"plugin {label!r} is broken: {reason}") from exc
         if rule is not None and not isinstance(rule, rules.Rule):
             raise BackendError(
                 f"backend {self.name!r}: its plugin's rule override for {op!r} is a "
@@ -217,6 +225,7 @@ class _Registry:
         self.pm.add_hookspecs(hookspecs)
         self.backends: dict[str, Backend] = {}
         self.broken: dict[str, str] = {}  # plugin name -> reason
+        self.dropped: dict[str, str] = {}  # backend name -> why its plugin was dropped
         self._by_type: dict[type, Backend | None] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -275,6 +284,7 @@ class _Registry:
                     return None
                 raise BackendError(f"plugin {label!r}: {reason}")
             for spec in specs:
+                self.dropped.pop(spec.name, None)
                 self.backends[spec.name] = Backend(spec, plugin, self.pm.hook)
                 self.backends[spec.name].from_entry_point = from_entry_point
             self._forget_answers()
@@ -296,6 +306,8 @@ class _Registry:
             label = self.pm.get_name(plugin)
             if label is None:
                 return  # dropped already
+            self.dropped.update({name: f"its plugin {label!r} is broken: {reason}" for name, b
+                                 in self.backends.items() if b.plugin is plugin})
             self.unregister(plugin)
             self.broken[label] = reason
 
@@ -311,6 +323,9 @@ class _Registry:
         try:
             return self.backends[name]
         except KeyError:
+            if name in self.dropped:
+                raise BackendUnavailable(f"backend {name!r} is not available: "
+                                         f"{self.dropped[name]}") from None
             known = ", ".join(sorted(self.backends)) or "none"
             raise BackendError(
                 f"no backend named {name!r} is registered (registered: {known}); "

@@ -44,6 +44,10 @@ def pytest_configure(config):
                 "--arraygrad-plugin MODULE:OBJECT")
         if not known[name].available:
             raise pytest.UsageError(f"--arraygrad-backend {name}: {known[name].reason}")
+        try:
+            ag.get_backend(name).ns  # (a raising rule override breaks its plugin here)
+        except (ag.BackendError, ag.BackendUnavailable) as exc:
+            raise pytest.UsageError(f"--arraygrad-backend {name}: {exc}") from None
 
 
 def pytest_generate_tests(metafunc):
