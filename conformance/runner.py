@@ -432,9 +432,9 @@ class _Runner:
                 position = f" at {tuple(int(i) for i in at)}" if at else ""
                 return self.record(
                     "forward", "fail", f"`{op}` in {dtype}{which} differs from NumPy's (the "
-                    f"reference): expected {e[at].item():.7g}, got {g[at].item():.7g}{position}; max abs error "
-                    f"{abs_err:.3g}, max rel error {rel_err:.3g} (rtol {self.rtol:g}, atol "
-                    f"{self.atol:g})", (abs_err, rel_err))
+                    f"reference): expected {e[at].item():.7g}, got {g[at].item():.7g}"
+                    f"{position}; max abs error {abs_err:.3g}, max rel error {rel_err:.3g} "
+                    f"(rtol {self.rtol:g}, atol {self.atol:g})", (abs_err, rel_err))
 
     def _cross_backend(self, got, us_host, reference):
         if reference is None or self.backend.name == REFERENCE and self.dtype == "float64":
