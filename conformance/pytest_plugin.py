@@ -31,6 +31,8 @@ def pytest_configure(config):
     import arraygrad as ag
     from arraygrad.hookspecs import load
 
+    from . import known as known_deviations
+
     for target in plugins:
         plugin = load(target)
         if not ag.registry.pm.is_registered(plugin):
@@ -46,7 +48,8 @@ def pytest_configure(config):
             raise pytest.UsageError(f"--arraygrad-backend {name}: {known[name].reason}")
         try:
             ag.get_backend(name).ns  # (a raising rule override breaks its plugin here)
-        except (ag.BackendError, ag.BackendUnavailable) as exc:
+            known_deviations.for_backend(ag.get_backend(name))  # read once here, not per test
+        except (ag.BackendError, ag.BackendUnavailable, ValueError) as exc:
             raise pytest.UsageError(f"--arraygrad-backend {name}: {exc}") from None
 
 

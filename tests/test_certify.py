@@ -294,3 +294,31 @@ def test_the_pytest_form_refuses_an_unknown_backend_and_selects_dtypes(tmp_path)
     done = _pytest_plugin(tmp_path, "--arraygrad-backend", "numpy", "--arraygrad-op", "sum*",
                           "-k", "keepdims and float32", "-q")
     assert done.returncode == 0 and " passed" in done.stdout
+
+
+def test_a_deviations_file_missing_from_the_plugin_package_is_a_usage_error(tmp_path):
+    """Forgotten in the package data: the plugin and the file are named, and the command exits
+    2 (a deviations file that cannot be used), pytest with a usage error."""
+    import os
+    import subprocess
+    import sys
+
+    package = tmp_path / "agnodev_plugin"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import numpy as np\nimport arraygrad as ag\n\n\nclass Own(np.ndarray):\n    pass\n\n\n"
+        "@ag.hookimpl\ndef arraygrad_backend():\n    return ag.BackendSpec(name='nodev', "
+        "arrays=(Own,), namespace='array_api_compat.numpy', "
+        "deviations='agnodev_plugin:deviations.txt')\n")
+    message = ("the nodev plugin's deviations ('agnodev_plugin:deviations.txt'): package "
+               "'agnodev_plugin' has no file 'deviations.txt' (is it shipped as package data?")
+    done = subprocess.run(
+        [sys.executable, "-m", "arraygrad.cli", "conformance", "--plugin", "agnodev_plugin",
+         "--backend", "nodev", "--op", "sin[2d]", "-q"], capture_output=True, text=True,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])})
+    assert done.returncode == 2 and message in done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    done = _pytest_plugin(tmp_path, "--arraygrad-plugin", "agnodev_plugin",
+                          "--arraygrad-backend", "nodev", "--arraygrad-op", "sin[2d]")
+    assert done.returncode == 4 and message in done.stderr, done.stdout[-2000:] + done.stderr
