@@ -154,6 +154,27 @@ def test_preflight_explains_inplace_and_set_index_when_item_assignment_fails(cap
     assert "set_index" in capsys.readouterr().out
 
 
+def test_preflight_of_a_backend_that_cannot_be_used_says_why_and_fails(capsys):
+    class Unusable(np.ndarray):
+        pass
+
+    def no_licence():
+        raise ImportError("the licence server is unreachable")
+
+    class Plugin:
+        @ag.hookimpl
+        def arraygrad_backend(self):
+            return ag.BackendSpec(name="unusable", arrays=(Unusable,), namespace=no_licence)
+
+    plugin = ag.register_backend(Plugin(), name="plugin-unusable")
+    try:
+        assert cli.main(["--backend", "unusable", "--preflight"]) == 1
+    finally:
+        ag.registry.unregister(plugin)
+    assert ("unusable: not run: backend 'unusable' is not available: ImportError: the licence "
+            "server is unreachable") in capsys.readouterr().out
+
+
 def test_preflight_says_which_dtypes_to_declare():
     class NoComplex:
         def __getattr__(self, name):
