@@ -21,12 +21,21 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    """Register the plugins asked for, and refuse an unknown backend before collecting."""
+    """Register the plugins asked for, and refuse an unknown backend or an ``--arraygrad-op``
+    matching no case before collecting."""
+    import pytest
+
+    pattern = config.getoption("arraygrad_op", default=None)
+    if pattern:
+        from .runner import select
+
+        if not select(pattern):
+            raise pytest.UsageError(f"--arraygrad-op {pattern!r} matches no case id or op "
+                                    "(`arraygrad conformance --list` lists them)")
     backends = config.getoption("arraygrad_backend", default=None)
     plugins = config.getoption("arraygrad_plugin", default=None)
     if not backends and not plugins:
         return
-    import pytest
 
     import arraygrad as ag
     from arraygrad.hookspecs import load

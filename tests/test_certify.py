@@ -311,6 +311,9 @@ def test_the_pytest_form_refuses_an_unknown_backend_and_selects_dtypes(tmp_path)
                           "sum[axis=-1*", "--arraygrad-dtype", "float64", "-v")
     assert done.returncode == 0, done.stdout[-2000:]
     assert "2 passed" in done.stdout and "float32" not in done.stdout
+    done = _pytest_plugin(tmp_path, "--arraygrad-op", "sinn*")
+    assert done.returncode == 4, done.stdout[-2000:]  # as the command's exit 2, not "1 skipped"
+    assert "--arraygrad-op 'sinn*' matches no case id or op" in done.stderr
     # -k takes words of the ids (pytest's -k grammar has no '=')
     done = _pytest_plugin(tmp_path, "--arraygrad-backend", "numpy", "--arraygrad-op", "sum*",
                           "-k", "keepdims and float32", "-q")
