@@ -7,6 +7,7 @@ import importlib
 import importlib.metadata
 import sys
 import threading
+import types
 from typing import Any
 
 import pluggy
@@ -255,7 +256,16 @@ class _Registry:
         with self._lock:
             if not from_entry_point:
                 self.ensure_loaded()
-            label = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+                if self.pm.is_registered(plugin):
+                    mine = sorted(n for n, b in self.backends.items() if b.plugin is plugin)
+                    raise BackendError(
+                        f"plugin {self.pm.get_name(plugin)!r} is already registered (backends: "
+                        f"{', '.join(mine) or 'none'}); register it once, or call "
+                        "arraygrad.registry.unregister(plugin) first")
+                if name is not None and self.pm.has_plugin(name):
+                    raise BackendError(f"a plugin named {name!r} is already registered "
+                                       f"({self.pm.get_plugin(name)!r}): pass another name")
+            label = name or self._label(plugin)
             try:
                 self.pm.register(plugin, name=label)
                 self.pm.check_pending()
@@ -289,6 +299,19 @@ class _Registry:
                 self.backends[spec.name].from_entry_point = from_entry_point
             self._forget_answers()
             return plugin
+
+    def _label(self, plugin: Any) -> str:
+        """A name for a plugin registered without one, unique in pluggy's manager: a module's
+        name, ``module:Class`` for a class (two plugin classes called ``Plugin`` in two modules
+        do not clash), ``module:Class()`` for an instance; ``@0x...`` (its id) where even that
+        is taken."""
+        if isinstance(plugin, types.ModuleType):
+            label = plugin.__name__
+        else:
+            kind = plugin if isinstance(plugin, type) else type(plugin)
+            label = (f"{kind.__module__}:{kind.__qualname__}"
+                     f"{'' if isinstance(plugin, type) else '()'}")
+        return f"{label}@{id(plugin):#x}" if self.pm.has_plugin(label) else label
 
     def unregister(self, plugin: Any):
         """Remove ``plugin`` and its backends (a test's temporary backend, say)."""
@@ -422,7 +445,9 @@ rules.backends.of_namespace = _backend_of_namespace
 
 
 def register_backend(plugin: Any, name: str | None = None):
-    """Register a backend plugin (a module or object with ``@hookimpl`` functions) at run time."""
+    """Register a backend plugin (a module or object with ``@hookimpl`` functions) at run time,
+    under ``name`` or, without one, its module's name (``module:Class`` for a class). Registering
+    an object twice, or under a name already taken, is a :class:`BackendError`."""
     return registry.register(plugin, name=name)
 
 

@@ -68,6 +68,28 @@ def test_one_broken_entry_point_never_stops_the_others(monkeypatch):
         registry.get("good").raw
 
 
+def test_two_plugin_classes_of_one_name_register_and_a_plugin_registers_once(monkeypatch):
+    registry = _fake_entry_points(monkeypatch, {})
+
+    def plugin_class(module, backend):
+        plugin = _stub_plugin(backend)
+        return type("Plugin", (), {"__module__": module,
+                                   "arraygrad_backend": staticmethod(plugin.arraygrad_backend)})
+
+    first, second = plugin_class("lib_one", "one"), plugin_class("lib_two", "two")
+    registry.register(first)
+    registry.register(second)  # pluggy's name was "Plugin" for both: a clash
+    assert {"one", "two"} <= set(registry.backends) and not registry.broken
+    assert registry.pm.get_name(second) == "lib_two:Plugin"
+    with pytest.raises(ag.BackendError, match=re.escape(
+            "plugin 'lib_one:Plugin' is already registered (backends: one); register it once")):
+        registry.register(first)
+    with pytest.raises(ag.BackendError, match="a plugin named 'lib_one:Plugin' is already "
+                                              "registered .*: pass another name"):
+        registry.register(_stub_plugin("three"), name="lib_one:Plugin")
+    assert not registry.broken and "three" not in registry.backends
+
+
 def test_register_backend_at_run_time_and_name_clashes(monkeypatch):
     registry = _fake_entry_points(monkeypatch, {})
     registry.register(_stub_plugin("extra"))
