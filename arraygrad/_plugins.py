@@ -269,9 +269,11 @@ class _Registry:
             try:
                 self.pm.register(plugin, name=label)
                 self.pm.check_pending()
-                specs = _validated_specs([_call(impl, {}) for impl in
-                                          self.pm.hook.arraygrad_backend.get_hookimpls()
-                                          if impl.plugin is plugin])
+                impls = [impl for impl in self.pm.hook.arraygrad_backend.get_hookimpls()
+                         if impl.plugin is plugin]
+                if not impls:
+                    raise TypeError(_no_backend_hook(plugin))
+                specs = _validated_specs([_call(impl, {}) for impl in impls])
             except Exception as exc:
                 if self.pm.is_registered(plugin):
                     self.pm.unregister(plugin)
@@ -419,6 +421,21 @@ def _call(impl, kwargs):
     """One hook implementation's answer, with the arguments it takes (pluggy lets it take fewer
     than its specification)."""
     return impl.function(*[kwargs[name] for name in impl.argnames])
+
+
+def _no_backend_hook(plugin) -> str:
+    """Why ``plugin`` declares no backend, naming the objects inside it that would."""
+    what = (f"module {plugin.__name__!r}" if isinstance(plugin, types.ModuleType) else
+            f"{plugin!r}")
+    message = f"{what} has no @hookimpl arraygrad_backend"
+    if isinstance(plugin, types.ModuleType):
+        inside = [name for name, value in vars(plugin).items() if not name.startswith("_")
+                  and hasattr(getattr(value, "arraygrad_backend", None), "arraygrad_impl")]
+        if inside:
+            return (f"{message}; {', '.join(inside)} in it has one: name that object, "
+                    f"'{plugin.__name__}:{inside[0]}' (--plugin MODULE:OBJECT), or "
+                    f"arraygrad.register_backend({plugin.__name__}.{inside[0]})")
+    return message + "; a plugin is a module or object with @arraygrad.hookimpl functions"
 
 
 def _validated_specs(answers) -> list[BackendSpec]:

@@ -43,9 +43,13 @@ def pytest_configure(config):
     from . import known as known_deviations
 
     for target in plugins:
-        plugin = load(target)
-        if not ag.registry.pm.is_registered(plugin):
-            ag.register_backend(plugin)
+        try:
+            plugin = load(target)
+            if not ag.registry.pm.is_registered(plugin):
+                ag.register_backend(plugin)
+        except Exception as exc:  # as the command's --plugin: a usage error, not a traceback
+            raise pytest.UsageError(f"--arraygrad-plugin {target}: {type(exc).__name__}: "
+                                    f"{exc}") from None
     known = {info.name: info for info in ag.backends()}
     for name in backends or ():
         if name not in known:

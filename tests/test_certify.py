@@ -346,3 +346,20 @@ def test_a_deviations_file_missing_from_the_plugin_package_is_a_usage_error(tmp_
     done = _pytest_plugin(tmp_path, "--arraygrad-plugin", "agnodev_plugin",
                           "--arraygrad-backend", "nodev", "--arraygrad-op", "sin[2d]")
     assert done.returncode == 4 and message in done.stderr, done.stdout[-2000:] + done.stderr
+
+
+def test_a_plugin_module_whose_hook_is_in_a_class_says_to_name_the_class(tmp_path, monkeypatch,
+                                                                         capsys):
+    (tmp_path / "agclass_plugin.py").write_text(
+        "import arraygrad as ag\n\n\nclass Plugin:\n    @staticmethod\n    @ag.hookimpl\n"
+        "    def arraygrad_backend():\n        return ag.BackendSpec(name='agclass', arrays="
+        "('agclass_plugin:Nothing',), namespace='array_api_strict')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--plugin", "agclass_plugin", "--backend", "agclass", "--preflight"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert ("module 'agclass_plugin' has no @hookimpl arraygrad_backend; Plugin in it has one: "
+            "name that object, 'agclass_plugin:Plugin' (--plugin MODULE:OBJECT)") in error
+    ag.registry.broken.pop("agclass_plugin", None)
+
