@@ -7,6 +7,7 @@ import importlib
 import importlib.metadata
 import sys
 import threading
+import types
 from typing import Any
 
 import pluggy
@@ -212,7 +213,15 @@ class Backend:
         if rule is None:
             for impl in self._hook.arraygrad_rule_override.get_hookimpls():
                 if impl.plugin is self.plugin:
-                    rule = _call(impl, {"backend": self.name, "op": op})
+                    try:
+                        rule = _call(impl, {"backend": self.name, "op": op})
+                    except Exception as exc:  # broken, as a raising arraygrad_backend makes it
+                        reason = (f"arraygrad_rule_override(backend={self.name!r}, op={op!r}) "
+                                  f"raised {type(exc).__name__}: {exc}")
+                        label = registry.pm.get_name(self.plugin) or self.name
+                        registry.disable(self.plugin, reason)
+                        raise BackendUnavailable(f"backend {self.name!r} is not available: its "
+                                                 f"plugin {label!r} is broken: {reason}") from exc
         if rule is not None and not isinstance(rule, rules.Rule):
             raise BackendError(
                 f"backend {self.name!r}: its plugin's rule override for {op!r} is a "
@@ -229,6 +238,7 @@ class _Registry:
         self.pm.add_hookspecs(hookspecs)
         self.backends: dict[str, Backend] = {}
         self.broken: dict[str, str] = {}  # plugin name -> reason
+        self.dropped: dict[str, str] = {}  # backend name -> why its plugin was dropped
         self._by_type: dict[type, Backend | None] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -258,13 +268,24 @@ class _Registry:
         with self._lock:
             if not from_entry_point:
                 self.ensure_loaded()
-            label = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+                if self.pm.is_registered(plugin):
+                    mine = sorted(n for n, b in self.backends.items() if b.plugin is plugin)
+                    raise BackendError(
+                        f"plugin {self.pm.get_name(plugin)!r} is already registered (backends: "
+                        f"{', '.join(mine) or 'none'}); register it once, or call "
+                        "arraygrad.registry.unregister(plugin) first")
+                if name is not None and self.pm.has_plugin(name):
+                    raise BackendError(f"a plugin named {name!r} is already registered "
+                                       f"({self.pm.get_plugin(name)!r}): pass another name")
+            label = name or self._label(plugin)
             try:
                 self.pm.register(plugin, name=label)
                 self.pm.check_pending()
-                specs = _validated_specs([_call(impl, {}) for impl in
-                                          self.pm.hook.arraygrad_backend.get_hookimpls()
-                                          if impl.plugin is plugin])
+                impls = [impl for impl in self.pm.hook.arraygrad_backend.get_hookimpls()
+                         if impl.plugin is plugin]
+                if not impls:
+                    raise TypeError(_no_backend_hook(plugin))
+                specs = _validated_specs([_call(impl, {}) for impl in impls])
             except Exception as exc:
                 if self.pm.is_registered(plugin):
                     self.pm.unregister(plugin)
@@ -287,10 +308,24 @@ class _Registry:
                     return None
                 raise BackendError(f"plugin {label!r}: {reason}")
             for spec in specs:
+                self.dropped.pop(spec.name, None)
                 self.backends[spec.name] = Backend(spec, plugin, self.pm.hook)
                 self.backends[spec.name].from_entry_point = from_entry_point
             self._forget_answers()
             return plugin
+
+    def _label(self, plugin: Any) -> str:
+        """A name for a plugin registered without one, unique in pluggy's manager: a module's
+        name, ``module:Class`` for a class (two plugin classes called ``Plugin`` in two modules
+        do not clash), ``module:Class()`` for an instance; ``@0x...`` (its id) where even that
+        is taken."""
+        if isinstance(plugin, types.ModuleType):
+            label = plugin.__name__
+        else:
+            kind = plugin if isinstance(plugin, type) else type(plugin)
+            label = (f"{kind.__module__}:{kind.__qualname__}"
+                     f"{'' if isinstance(plugin, type) else '()'}")
+        return f"{label}@{id(plugin):#x}" if self.pm.has_plugin(label) else label
 
     def unregister(self, plugin: Any):
         """Remove ``plugin`` and its backends (a test's temporary backend, say)."""
@@ -308,6 +343,8 @@ class _Registry:
             label = self.pm.get_name(plugin)
             if label is None:
                 return  # dropped already
+            self.dropped.update({name: f"its plugin {label!r} is broken: {reason}" for name, b
+                                 in self.backends.items() if b.plugin is plugin})
             self.unregister(plugin)
             self.broken[label] = reason
 
@@ -323,6 +360,9 @@ class _Registry:
         try:
             return self.backends[name]
         except KeyError:
+            if name in self.dropped:
+                raise BackendUnavailable(f"backend {name!r} is not available: "
+                                         f"{self.dropped[name]}") from None
             known = ", ".join(sorted(self.backends)) or "none"
             raise BackendError(
                 f"no backend named {name!r} is registered (registered: {known}); "
@@ -395,6 +435,21 @@ def _call(impl, kwargs):
     return impl.function(*[kwargs[name] for name in impl.argnames])
 
 
+def _no_backend_hook(plugin) -> str:
+    """Why ``plugin`` declares no backend, naming the objects inside it that would."""
+    what = (f"module {plugin.__name__!r}" if isinstance(plugin, types.ModuleType) else
+            f"{plugin!r}")
+    message = f"{what} has no @hookimpl arraygrad_backend"
+    if isinstance(plugin, types.ModuleType):
+        inside = [name for name, value in vars(plugin).items() if not name.startswith("_")
+                  and hasattr(getattr(value, "arraygrad_backend", None), "arraygrad_impl")]
+        if inside:
+            return (f"{message}; {', '.join(inside)} in it has one: name that object, "
+                    f"'{plugin.__name__}:{inside[0]}' (--plugin MODULE:OBJECT), or "
+                    f"arraygrad.register_backend({plugin.__name__}.{inside[0]})")
+    return message + "; a plugin is a module or object with @arraygrad.hookimpl functions"
+
+
 def _validated_specs(answers) -> list[BackendSpec]:
     specs = []
     for answer in answers:
@@ -419,7 +474,9 @@ rules.backends.of_namespace = _backend_of_namespace
 
 
 def register_backend(plugin: Any, name: str | None = None):
-    """Register a backend plugin (a module or object with ``@hookimpl`` functions) at run time."""
+    """Register a backend plugin (a module or object with ``@hookimpl`` functions) at run time,
+    under ``name`` or, without one, its module's name (``module:Class`` for a class). Registering
+    an object twice, or under a name already taken, is a :class:`BackendError`."""
     return registry.register(plugin, name=name)
 
 

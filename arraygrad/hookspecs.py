@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 from typing import Any, Callable, Mapping
 
 import pluggy
@@ -129,11 +130,25 @@ class BackendSpec:
         if (self.random_state is None) != (self.set_random_state is None):
             problems.append("random_state and set_random_state go together: give both or "
                             "neither")
+        bad = {dtype: pair for dtype, pair in self.tolerances.items() if not _tolerance(pair)}
+        if bad:
+            problems.append("tolerances must be (rtol, atol) pairs of finite numbers >= 0, got "
+                            + ", ".join(f"{dtype}: {pair!r}" for dtype, pair in bad.items()))
         if "plain" in self.semantic_inputs:
             problems.append("semantic_inputs cannot be named 'plain' (--op 'id@plain' selects "
                             "the plain inputs)")
         if problems:
             raise TypeError(f"BackendSpec {self.name!r}: " + "; ".join(problems))
+
+
+def _tolerance(pair) -> bool:
+    """Whether ``pair`` is an ``(rtol, atol)`` of finite numbers >= 0 (a NaN or an infinity
+    would make every comparison pass or fail, whatever the values)."""
+    try:
+        rtol, atol = pair
+        return all(not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in (rtol, atol))
+    except (TypeError, ValueError):
+        return False
 
 
 def load(target: str | Callable[[], Any]):

@@ -16,18 +16,21 @@ from .html_report import environment
 
 
 def _available(names):
-    """The backends named (every available one when None) that can be loaded."""
+    """The backends named (every available one when None) that can be loaded, and the reason
+    of each named one that cannot."""
     if not names:
-        return [ag.get_backend(i.name) for i in ag.backends() if i.available]
-    found = []
+        return [ag.get_backend(i.name) for i in ag.backends() if i.available], {}
+    found, unavailable = [], {}
     for name in names:
         try:
             backend = ag.get_backend(name)
             backend.raw
+            backend.ns
             found.append(backend)
-        except (ag.BackendError, ag.BackendUnavailable):
-            pass  # the run reports it, with its reason
-    return found
+        except (ag.BackendError, ag.BackendUnavailable) as exc:
+            broken = ag.registry.broken.get(name)
+            unavailable[name] = f"its plugin is broken: {broken}" if broken else str(exc)
+    return found, unavailable
 
 
 def _seed(text):
@@ -115,12 +118,14 @@ def main(argv=None) -> int:
     console = Console(highlight=False, soft_wrap=True)
     started = time.perf_counter()
     started_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    preflights = [preflight.check(backend, runner.select(args.op))
-                  for backend in _available(args.backend)]
+    available, unavailable = _available(args.backend)
+    preflights = [preflight.check(backend, runner.select(args.op)) for backend in available]
     if args.preflight:
         for found in preflights:
             console.print(found.text(cases_shown=8), markup=False)
-        return 0 if all(found.ok for found in preflights) else 1
+        for name, reason in sorted(unavailable.items()):
+            console.print(f"{name}: not run: {reason}", markup=False)
+        return 0 if all(found.ok for found in preflights) and not unavailable else 1
     try:
         results, unavailable = runner.run(
             args.backend, args.op, args.dtype, args.seed,

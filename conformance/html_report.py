@@ -256,6 +256,7 @@ def _environment(env, seed) -> str:
 def _totals(results, backends, states, env, unavailable) -> str:
     versions = env.get("backends", {})
     removed = report.removed(results)
+    looser = report.loosened(results)
     cards = []
     for backend in backends:
         runs = collections.Counter(states[id(r)] for r in results if r.backend == backend)
@@ -267,6 +268,9 @@ def _totals(results, backends, states, env, unavailable) -> str:
             notes = (f"<li><details><summary>{sum(c for _, c in reasons)} not run by the "
                      f"backend's declarations ({len(reasons)} reasons)</summary><ul>{notes}"
                      "</ul></details></li>")
+        notes += "".join("<li>looser tolerance: " + html.escape(
+            report.describe_tolerance(dtype, *pair)) + "</li>"
+            for dtype, pair in looser.get(backend, {}).items())
         cards.append(
             f'<div class="card {"bad" if runs["fail"] + runs["reference"] else "ok"}">'
             f"<h3>{html.escape(backend)} <small>{html.escape(version)}</small></h3>"

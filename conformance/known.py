@@ -76,7 +76,7 @@ def for_backend(backend, files=()) -> list[Deviation]:
         pass
     shipped = getattr(backend.spec, "deviations", None)
     if shipped is not None:
-        entries += parse(_text(shipped), f"the {backend.name} plugin's deviations")
+        entries += parse(_text(shipped, backend.name), f"the {backend.name} plugin's deviations")
     for path in files:
         with open(path) as stream:
             entries += parse(stream.read(), path)
@@ -90,13 +90,26 @@ def for_backend(backend, files=()) -> list[Deviation]:
     return entries
 
 
-def _text(shipped) -> str:
+def _text(shipped, backend="") -> str:
     """A plugin's deviations: ``"package:file.txt"`` (a file inside its package), or a
-    function returning the text."""
+    function returning the text. One that cannot be read is a ValueError naming the plugin and
+    the file."""
+    where = f"the {backend} plugin's deviations ({shipped!r})"
     if callable(shipped):
-        return shipped()
+        try:
+            return shipped()
+        except Exception as exc:
+            raise ValueError(f"{where}: the function raised {type(exc).__name__}: {exc}") from exc
     package, _, name = shipped.partition(":")
-    return resources.files(package).joinpath(name).read_text()
+    try:
+        return resources.files(package).joinpath(name).read_text()
+    except (ImportError, OSError, TypeError) as exc:
+        missing = isinstance(exc, (FileNotFoundError, IsADirectoryError))
+        raise ValueError(
+            f"{where}: " + (f"package {package!r} has no file {name!r} (is it shipped as "
+                            "package data? setuptools: [tool.setuptools.package-data])"
+                            if missing else f"cannot be read: {type(exc).__name__}: {exc}")
+        ) from exc
 
 
 def apply(checks: dict, case_id: str, dtype: str, entries) -> dict:

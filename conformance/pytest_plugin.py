@@ -21,20 +21,35 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    """Register the plugins asked for, and refuse an unknown backend before collecting."""
+    """Register the plugins asked for, and refuse an unknown backend or an ``--arraygrad-op``
+    matching no case before collecting."""
+    import pytest
+
+    pattern = config.getoption("arraygrad_op", default=None)
+    if pattern:
+        from .runner import select
+
+        if not select(pattern):
+            raise pytest.UsageError(f"--arraygrad-op {pattern!r} matches no case id or op "
+                                    "(`arraygrad conformance --list` lists them)")
     backends = config.getoption("arraygrad_backend", default=None)
     plugins = config.getoption("arraygrad_plugin", default=None)
     if not backends and not plugins:
         return
-    import pytest
 
     import arraygrad as ag
     from arraygrad.hookspecs import load
 
+    from . import known as known_deviations
+
     for target in plugins:
-        plugin = load(target)
-        if not ag.registry.pm.is_registered(plugin):
-            ag.register_backend(plugin)
+        try:
+            plugin = load(target)
+            if not ag.registry.pm.is_registered(plugin):
+                ag.register_backend(plugin)
+        except Exception as exc:  # as the command's --plugin: a usage error, not a traceback
+            raise pytest.UsageError(f"--arraygrad-plugin {target}: {type(exc).__name__}: "
+                                    f"{exc}") from None
     known = {info.name: info for info in ag.backends()}
     for name in backends or ():
         if name not in known:
@@ -44,6 +59,11 @@ def pytest_configure(config):
                 "--arraygrad-plugin MODULE:OBJECT")
         if not known[name].available:
             raise pytest.UsageError(f"--arraygrad-backend {name}: {known[name].reason}")
+        try:
+            ag.get_backend(name).ns  # (a raising rule override breaks its plugin here)
+            known_deviations.for_backend(ag.get_backend(name))  # read once here, not per test
+        except (ag.BackendError, ag.BackendUnavailable, ValueError) as exc:
+            raise pytest.UsageError(f"--arraygrad-backend {name}: {exc}") from None
 
 
 def pytest_generate_tests(metafunc):

@@ -34,6 +34,29 @@ def removed(results):
     return table
 
 
+def loosened(results):
+    """``{backend: {dtype: ((rtol, atol), (default rtol, default atol))}}``: every tolerance a
+    backend of the run declares looser than arraygrad's default for a dtype the suite runs in,
+    so that a certificate shows how closely it compared."""
+    from arraygrad.hookspecs import TOLERANCES
+
+    table = {}
+    for name in sorted({r.backend for r in results}):
+        declared = ag.get_backend(name).spec.tolerances
+        looser = {dtype: (tuple(declared[dtype]), default) for dtype, default in
+                  TOLERANCES.items() if dtype in declared and any(
+                      value > limit for value, limit in zip(declared[dtype], default))}
+        if looser:
+            table[name] = looser
+    return table
+
+
+def describe_tolerance(dtype, declared, default) -> str:
+    """``float32: rtol 0.01, atol 0.001 (default 0.0001, 1e-05)``."""
+    return (f"{dtype}: rtol {declared[0]:g}, atol {declared[1]:g} (default {default[0]:g}, "
+            f"{default[1]:g})")
+
+
 def table(results):
     """The summary as a rich Table: a row per family, a column per backend, each cell
     ``passed/failed/skipped`` case runs (``+Nd`` known deviations); rich fits it to the width."""
@@ -77,6 +100,9 @@ def render(console, results, unavailable, stale=(), preflights=(), tracebacks=Fa
     for backend, reasons in sorted(removed(results).items()):
         for reason, count in sorted(reasons.items()):
             say(f"{backend}: {count} case run(s) not run: {reason}")
+    for backend, looser in loosened(results).items():
+        say(f"{backend}: declares tolerances looser than arraygrad's defaults: " + "; ".join(
+            describe_tolerance(dtype, *pair) for dtype, pair in looser.items()))
     for name, reason in sorted(unavailable.items()):
         say(f"{name}: not run: {reason}")
     known = [(r, check, detail) for r in results for check, (status, detail, *_) in
@@ -144,6 +170,10 @@ def as_json(results, unavailable, seed, preflights=(), env=None) -> dict:
         "preflight": {p.backend: p.as_json() for p in preflights},
         "summary": {b: {f: dict(c) for f, c in row.items()} for b, row in summary(results).items()},
         "removed": {b: dict(reasons) for b, reasons in removed(results).items()},
+        "tolerances": {b: {dtype: {"rtol": declared[0], "atol": declared[1],
+                                   "default": list(default)}
+                           for dtype, (declared, default) in looser.items()}
+                       for b, looser in loosened(results).items()},
         "results": [{
             "backend": r.backend, "case": r.case.id, "id": r.id, "inputs": r.inputs,
             "op": r.case.op, "variant": r.case.variant, "family": r.case.family,

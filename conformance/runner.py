@@ -259,8 +259,13 @@ class _Runner:
         if problems:
             self.record("forward", "fail", "; ".join(problems))
         else:
-            self.compare("forward", [backend.to_numpy(g.data) for g in got],
-                         [backend.to_numpy(e) for e in expected], rtol=1e-12, atol=0)
+            host_got = [backend.to_numpy(g.data) for g in got]
+            self.compare("forward", host_got, [backend.to_numpy(e) for e in expected],
+                         rtol=1e-12, atol=0)
+            if self.inputs is None and self.checks["forward"][0] == "pass":
+                # The backend's own function may be wrong too: compare with the reference's.
+                self.stage = "the reference backend's forward"
+                self._forward_reference(host_got, reference)
         # The gradient, with invariants.
         self.stage = "backward"
         variables = [ag.Variable(r, requires_grad=np.issubdtype(h.dtype, np.inexact))
@@ -395,6 +400,42 @@ class _Runner:
         self.compare("jacobian", [np.array(analytic)], [np.array(numeric)],
                      *self.at_least(1e-5, 1e-7))
 
+    def _forward_reference(self, got, reference):
+        """The forward values against the reference backend's (NumPy's) on the same host inputs
+        in the same dtype, for the outputs NumPy gives in a floating or complex dtype (integer
+        widths are the library's choice): the dtype must be NumPy's, which follows the
+        standard's type promotion, and the values agree within the backend's tolerance for the
+        dtype (NaN equals NaN, an infinity must be the same infinity)."""
+        forward = getattr(reference, "forward", None)
+        if forward is None or self.backend.name == REFERENCE:
+            return
+        expected = forward(self.case, self.host)
+        op, dtype = self.case.op, self.dtype
+        worst = (0.0, 0.0)
+        for index, (g, e) in enumerate(zip(got, expected)):
+            g, e = np.asarray(g), np.asarray(e)
+            if not np.issubdtype(e.dtype, np.inexact):
+                continue
+            which = f" (output {index})" if len(expected) > 1 else ""
+            if g.dtype != e.dtype:
+                return self.record("forward", "fail", f"`{op}` in {dtype}{which} returned "
+                                   f"{g.dtype}, expected {e.dtype} (NumPy, the reference: the "
+                                   "standard's type promotion)")
+            if g.shape != e.shape:
+                return self.record("forward", "fail", f"`{op}` in {dtype}{which}: shape "
+                                   f"{g.shape}, expected {e.shape} (NumPy, the reference)")
+            abs_err, rel_err = _errors(g, e)
+            worst = (max(worst[0], abs_err), max(worst[1], rel_err))
+            close = np.isclose(g, e, rtol=self.rtol, atol=self.atol, equal_nan=True)
+            if not close.all():
+                at = np.unravel_index(np.argmin(close), close.shape) if close.ndim else ()
+                position = f" at {tuple(int(i) for i in at)}" if at else ""
+                return self.record(
+                    "forward", "fail", f"`{op}` in {dtype}{which} differs from NumPy's (the "
+                    f"reference): expected {e[at].item():.7g}, got {g[at].item():.7g}"
+                    f"{position}; max abs error {abs_err:.3g}, max rel error {rel_err:.3g} "
+                    f"(rtol {self.rtol:g}, atol {self.atol:g})", (abs_err, rel_err))
+
     def _cross_backend(self, got, us_host, reference):
         if reference is None or self.backend.name == REFERENCE and self.dtype == "float64":
             return self.record("cross_backend", "skip", "this is the reference")
@@ -475,6 +516,14 @@ def _reference(external_library="auto"):
         grads = _vjp(outs, [v for v in variables if v.requires_grad], us)
         return [g.data if g is not None else None for g in grads]
 
+    def forward(case, host):
+        """The case's outputs on NumPy, from the same host inputs in the same dtypes."""
+        raw = backend.raw
+        return [np.asarray(o) for o in _outputs(case.call(raw, *[raw.asarray(np.array(h))
+                                                                  for h in host]))]
+
+    gradients.forward = forward
+
     # auto: torch when installed (seconds for the whole suite); jax only when asked for, as it
     # runs the cases op by op (minutes).
     library = ("torch" if external.available() == "torch" else None
@@ -512,6 +561,7 @@ def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
         try:
             backend = ag.get_backend(name)
             backend.raw
+            backend.ns  # (a raising rule override breaks its plugin here)
             targets.append(backend)
         except (BackendUnavailable, ag.BackendError) as exc:
             broken = ag.registry.broken.get(name)

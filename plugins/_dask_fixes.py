@@ -67,7 +67,8 @@ class Namespace:
 
 class Linalg:
     """array-api-compat's dask ``linalg``, whose ``cholesky`` passes dask's default through:
-    the *upper* factor. The standard's is the lower one unless ``upper=True``."""
+    the *upper* factor. The standard's is the lower one unless ``upper=True``. Its ``inv``
+    solves against a float64 identity, so a float32 input gave a float64 inverse."""
 
     def __init__(self, linalg):
         self._linalg = linalg
@@ -82,6 +83,9 @@ class Linalg:
         import dask.array
 
         return dask.array.linalg.cholesky(x, lower=not upper)
+
+    def inv(self, x, /):
+        return self._linalg.inv(x).astype(x.dtype, copy=False)  # keep float32 (complex64)
 
 
 class SingleChunkFFT:

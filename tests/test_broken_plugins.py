@@ -186,6 +186,45 @@ def test_a_bad_rule_override_names_the_op_and_what_to_return(tmp_path):
     assert "return None to keep the built-in rule" in out
 
 
+RAISING_OVERRIDE = _declaring(
+    "raising_override", namespace="'array_api_compat.numpy'",
+    arrays="(type('Own', (__import__('numpy').ndarray,), {}),)") + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_rule_override(backend, op):
+            if op == "exp":
+                raise KeyError("rule table corrupt")
+    """)
+
+
+def test_a_raising_rule_override_breaks_its_plugin_naming_the_hook_backend_and_op(tmp_path):
+    """As a raising arraygrad_backend does: the plugin is reported broken with the reason, and
+    the other backends keep working."""
+    root = _install(tmp_path / "site", {"raising_override": RAISING_OVERRIDE})
+    reason = ("arraygrad_rule_override(backend='raising_override', op='exp') raised KeyError: "
+              "'rule table corrupt'")
+    out = _run(root, ["-c", textwrap.dedent("""
+        import numpy as np
+        import arraygrad as ag
+        for attempt in range(2):
+            try:
+                ag.namespace("raising_override")
+            except ag.BackendUnavailable as e:
+                print(e)
+        print({i.name: i.reason for i in ag.backends()}["raising_override"])
+        print(ag.namespace("numpy").sum(ag.Variable(np.ones(2))))
+    """)])
+    assert out.count(f"its plugin 'raising_override' is broken: {reason}") == 2, out
+    assert f"broken plugin: {reason}" in out and "Variable(array(2.))" in out
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, "-m", "arraygrad.cli", "conformance", "--backend",
+                           "raising_override", "--op", "exp[2d]", "-q"], capture_output=True,
+                          text=True, env=env, cwd=root)
+    assert done.returncode == 1
+    assert f"raising_override: not run: its plugin is broken: {reason}" in done.stdout
+    assert "crashed" not in done.stdout
+
+
 def test_certifying_a_backend_whose_plugin_is_broken_says_why(tmp_path):
     root = _install(tmp_path / "site", {"broken_import": AT_LOAD["broken_import"]})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(

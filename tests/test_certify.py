@@ -154,6 +154,27 @@ def test_preflight_explains_inplace_and_set_index_when_item_assignment_fails(cap
     assert "set_index" in capsys.readouterr().out
 
 
+def test_preflight_of_a_backend_that_cannot_be_used_says_why_and_fails(capsys):
+    class Unusable(np.ndarray):
+        pass
+
+    def no_licence():
+        raise ImportError("the licence server is unreachable")
+
+    class Plugin:
+        @ag.hookimpl
+        def arraygrad_backend(self):
+            return ag.BackendSpec(name="unusable", arrays=(Unusable,), namespace=no_licence)
+
+    plugin = ag.register_backend(Plugin(), name="plugin-unusable")
+    try:
+        assert cli.main(["--backend", "unusable", "--preflight"]) == 1
+    finally:
+        ag.registry.unregister(plugin)
+    assert ("unusable: not run: backend 'unusable' is not available: ImportError: the licence "
+            "server is unreachable") in capsys.readouterr().out
+
+
 def test_preflight_says_which_dtypes_to_declare():
     class NoComplex:
         def __getattr__(self, name):
@@ -290,7 +311,55 @@ def test_the_pytest_form_refuses_an_unknown_backend_and_selects_dtypes(tmp_path)
                           "sum[axis=-1*", "--arraygrad-dtype", "float64", "-v")
     assert done.returncode == 0, done.stdout[-2000:]
     assert "2 passed" in done.stdout and "float32" not in done.stdout
+    done = _pytest_plugin(tmp_path, "--arraygrad-op", "sinn*")
+    assert done.returncode == 4, done.stdout[-2000:]  # as the command's exit 2, not "1 skipped"
+    assert "--arraygrad-op 'sinn*' matches no case id or op" in done.stderr
     # -k takes words of the ids (pytest's -k grammar has no '=')
     done = _pytest_plugin(tmp_path, "--arraygrad-backend", "numpy", "--arraygrad-op", "sum*",
                           "-k", "keepdims and float32", "-q")
     assert done.returncode == 0 and " passed" in done.stdout
+
+
+def test_a_deviations_file_missing_from_the_plugin_package_is_a_usage_error(tmp_path):
+    """Forgotten in the package data: the plugin and the file are named, and the command exits
+    2 (a deviations file that cannot be used), pytest with a usage error."""
+    import os
+    import subprocess
+    import sys
+
+    package = tmp_path / "agnodev_plugin"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import numpy as np\nimport arraygrad as ag\n\n\nclass Own(np.ndarray):\n    pass\n\n\n"
+        "@ag.hookimpl\ndef arraygrad_backend():\n    return ag.BackendSpec(name='nodev', "
+        "arrays=(Own,), namespace='array_api_compat.numpy', "
+        "deviations='agnodev_plugin:deviations.txt')\n")
+    message = ("the nodev plugin's deviations ('agnodev_plugin:deviations.txt'): package "
+               "'agnodev_plugin' has no file 'deviations.txt' (is it shipped as package data?")
+    done = subprocess.run(
+        [sys.executable, "-m", "arraygrad.cli", "conformance", "--plugin", "agnodev_plugin",
+         "--backend", "nodev", "--op", "sin[2d]", "-q"], capture_output=True, text=True,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])})
+    assert done.returncode == 2 and message in done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    done = _pytest_plugin(tmp_path, "--arraygrad-plugin", "agnodev_plugin",
+                          "--arraygrad-backend", "nodev", "--arraygrad-op", "sin[2d]")
+    assert done.returncode == 4 and message in done.stderr, done.stdout[-2000:] + done.stderr
+
+
+def test_a_plugin_module_whose_hook_is_in_a_class_says_to_name_the_class(tmp_path, monkeypatch,
+                                                                         capsys):
+    (tmp_path / "agclass_plugin.py").write_text(
+        "import arraygrad as ag\n\n\nclass Plugin:\n    @staticmethod\n    @ag.hookimpl\n"
+        "    def arraygrad_backend():\n        return ag.BackendSpec(name='agclass', arrays="
+        "('agclass_plugin:Nothing',), namespace='array_api_strict')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--plugin", "agclass_plugin", "--backend", "agclass", "--preflight"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert ("module 'agclass_plugin' has no @hookimpl arraygrad_backend; Plugin in it has one: "
+            "name that object, 'agclass_plugin:Plugin' (--plugin MODULE:OBJECT)") in error
+    ag.registry.broken.pop("agclass_plugin", None)
+

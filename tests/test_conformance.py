@@ -111,16 +111,57 @@ def test_a_backend_whose_sin_is_slightly_wrong_fails_exactly_the_sin_cases():
     wrong_sin = lambda x: compat.sin(x) * (1 + 1e-3)  # noqa: E731
     name = _broken_backend("wrong_sin", {"sin": wrong_sin})
     results = _run(name, _subset())
-    # sin's gradient (cos) disagrees with its wrong values: central differences catch it in
-    # float64. cos's gradient is -sin: wrong in every dtype, against the reference backend too.
-    # (Size-0 variants have no values to be wrong.)
+    # sin's values disagree with NumPy's in every dtype; its gradient (cos) disagrees with them:
+    # central differences catch that in float64. cos's gradient is -sin: wrong in every dtype,
+    # against the reference backend too. (Size-0 variants have no values to be wrong.)
     expected = {(r.case.id, r.dtype) for r in results if r.case.variant != "size0" and (
-        r.case.op == "sin" and r.dtype in ("float64", "complex128") or r.case.op == "cos")}
+        r.case.op in ("sin", "cos"))}
     assert expected and _failed(results) == expected
-    assert all(r.checks["numerical"][0] == "fail" for r in results
-               if r.case.op == "sin" and r.status == "fail")
+    assert all(r.checks["numerical"][0] == "fail" for r in results if r.case.op == "sin"
+               and r.status == "fail" and r.dtype in ("float64", "complex128"))
+    sin_failures = [r for r in results if r.case.op == "sin" and r.status == "fail"]
+    assert all(r.checks["forward"][0] == "fail" and f"`sin` in {r.dtype} differs from NumPy's"
+               in r.checks["forward"][1] and "expected" in r.checks["forward"][1]
+               for r in sin_failures), [r.checks["forward"] for r in sin_failures]
     assert all(r.checks["cross_backend"][0] == "fail" for r in results if r.case.op == "cos"
                and r.status == "fail")
+
+
+def test_a_forward_in_the_wrong_dtype_fails_the_forward_check():
+    """float32 * float32 giving float64 is the backend's own function's answer too: only the
+    comparison with the reference (the standard's type promotion) sees it."""
+    def widening(x1, x2, /):
+        answer = compat.multiply(x1, x2)
+        return answer.astype(np.float64) if answer.dtype == np.float32 else answer
+
+    name = _broken_backend("widening_multiply", {"multiply": widening})
+    results = _run(name, [c for c in _subset() if c.op == "multiply"])
+    # (the variants written with operators call the ndarray's, not this namespace's multiply)
+    float32 = {(r.case.id, r.dtype) for r in results if r.dtype == "float32"}
+    assert {("multiply[same]", "float32"), ("multiply[broadcast]", "float32")} <= _failed(
+        results) <= float32
+    assert all("`multiply` in float32 returned float64, expected float32" in
+               r.checks["forward"][1] for r in results if r.status == "fail")
+
+
+def test_the_forward_check_accepts_what_the_standard_leaves_to_the_library():
+    """Against the reference, values are compared in inexact outputs only (an index's integer
+    width is the library's choice), NaN equals NaN, and a value within the dtype's tolerance
+    passes."""
+    def int32_argmax(x, /, **kwargs):
+        return compat.argmax(x, **kwargs).astype(np.int32)
+
+    near = lambda x: compat.sin(x) * (1 + 1e-6)  # noqa: E731  (float32's rtol is 1e-4)
+    name = _broken_backend("lenient_forward", {"argmax": int32_argmax, "sin": near})
+    runner_ = runner._Runner(ag.get_backend(name), runner.case("sin[2d]"), "float32", 0,
+                             (1e-4, 1e-5))
+    runner_._forward_reference([np.array([np.nan, 1.0], np.float32)], type(
+        "Reference", (), {"forward": staticmethod(lambda case, host: [
+            np.array([np.nan, 1.0], np.float32), np.array(3)])}))
+    assert "forward" not in runner_.checks
+    results = _run(name, [c for c in _subset() if c.op == "sin"])
+    assert all(r.status == "pass" for r in results if r.dtype in ("float32", "complex64")), [
+        (r.id, r.dtype, r.checks["forward"]) for r in results if r.status != "pass"]
 
 
 def test_a_wrong_gradient_override_fails_exactly_that_op():
@@ -546,3 +587,19 @@ def test_a_plugin_s_tolerances_loosen_every_check_with_a_tolerance():
     loose = runner.run_one(_broken_backend("sin_loose", wrong_sin, tolerances={
         "float64": (1e-2, 1e-2)}), case, "float64", known={})
     assert all(status != "fail" for status, *_ in loose.checks.values()), loose.checks
+
+
+def test_the_reports_list_every_tolerance_looser_than_the_defaults(tmp_path):
+    name = _broken_backend("loose_float32", tolerances={"float32": (1e-2, 1e-5),
+                                                        "float64": (1e-8, 1e-9)})
+    results = _run(name, [runner.case("sin[2d]")])
+    listed = "float32: rtol 0.01, atol 1e-05 (default 0.0001, 1e-05)"
+    text = report.text(results, {})
+    assert f"{name}: declares tolerances looser than arraygrad's defaults: {listed}" in text
+    assert "float64: rtol 1e-08" not in text  # tighter than the default: nothing to say
+    document = report.as_json(results, {}, 0)
+    assert document["tolerances"] == {name: {"float32": {"rtol": 1e-2, "atol": 1e-5,
+                                                         "default": [1e-4, 1e-5]}}}
+    assert f"<li>looser tolerance: {listed}</li>" in report.as_html(results, {}, 0)
+    assert report.as_json(_run("numpy", [runner.case("sin[2d]")]), {}, 0)["tolerances"] == {}
+

@@ -68,6 +68,28 @@ def test_one_broken_entry_point_never_stops_the_others(monkeypatch):
         registry.get("good").raw
 
 
+def test_two_plugin_classes_of_one_name_register_and_a_plugin_registers_once(monkeypatch):
+    registry = _fake_entry_points(monkeypatch, {})
+
+    def plugin_class(module, backend):
+        plugin = _stub_plugin(backend)
+        return type("Plugin", (), {"__module__": module,
+                                   "arraygrad_backend": staticmethod(plugin.arraygrad_backend)})
+
+    first, second = plugin_class("lib_one", "one"), plugin_class("lib_two", "two")
+    registry.register(first)
+    registry.register(second)  # pluggy's name was "Plugin" for both: a clash
+    assert {"one", "two"} <= set(registry.backends) and not registry.broken
+    assert registry.pm.get_name(second) == "lib_two:Plugin"
+    with pytest.raises(ag.BackendError, match=re.escape(
+            "plugin 'lib_one:Plugin' is already registered (backends: one); register it once")):
+        registry.register(first)
+    with pytest.raises(ag.BackendError, match="a plugin named 'lib_one:Plugin' is already "
+                                              "registered .*: pass another name"):
+        registry.register(_stub_plugin("three"), name="lib_one:Plugin")
+    assert not registry.broken and "three" not in registry.backends
+
+
 def test_register_backend_at_run_time_and_name_clashes(monkeypatch):
     registry = _fake_entry_points(monkeypatch, {})
     registry.register(_stub_plugin("extra"))
@@ -113,6 +135,10 @@ def test_to_numpy_is_numpy_asarray_unless_the_spec_says_otherwise(monkeypatch):
     ({"capabilities": {"complex": False}}, "unknown capabilities ['complex']"),
     ({"dtypes": ("float64", "complex256")}, "unknown dtype names ['complex256']"),
     ({"tolerances": {"float46": (1e-3, 1e-3)}}, "unknown dtype names ['float46']"),
+    ({"tolerances": {"float32": (float("inf"), 1e-5)}}, "float32: (inf, 1e-05)"),
+    ({"tolerances": {"float64": (1e-7, float("nan"))}}, "finite numbers >= 0"),
+    ({"tolerances": {"float64": (-1e-7, 1e-9)}}, "float64: (-1e-07, 1e-09)"),
+    ({"tolerances": {"float64": 1e-7}}, "(rtol, atol) pairs"),
     ({"arrays": ("numpy.ndarray",)}, "'module:Class'"),
     ({"name": ""}, "non-empty string"),
 ])
