@@ -109,12 +109,13 @@ def _own_dtype(xp, dtype):
     return getattr(xp, name, dtype) if isinstance(name, str) and xp is not None else dtype
 
 
-def _namespace_of(args):
+def _any_namespace(args):
+    """The namespace of the first Variable among ``args``, in lists too (None if none)."""
     for a in args:
         if hasattr(a, "_inplace_assign"):  # a Variable
             return a.__array_namespace__()
         if isinstance(a, (list, tuple)):
-            found = _namespace_of(a)
+            found = _any_namespace(a)
             if found is not None:
                 return found
     return None
@@ -613,6 +614,6 @@ def array_function(func, args, kwargs):
         if implementation is None:
             raise unsupported(f"numpy.{name}")
         if kwargs.get("dtype") is not None:
-            kwargs["dtype"] = _own_dtype(_namespace_of(args), kwargs["dtype"])
+            kwargs["dtype"] = _own_dtype(_any_namespace(args), kwargs["dtype"])
         return implementation(*args, **kwargs)
     return func(*[_values(a) for a in args], **kwargs)  # on the values: no gradient to keep

@@ -69,7 +69,8 @@ CASES = [
     np_case("np.float64 base and exponent",
             lambda x: np.float64(1.5) ** x + x ** np.float64(2.5) * np.complex128(2.0).real),
     np_case("dtype=np.float64", lambda x: np.sum(x, axis=0, dtype=np.float64)
-            + np.mean(np.sin(x, dtype=np.float64), axis=0)),
+            + np.mean(np.sin(x, dtype=np.float64), axis=0)
+            + np.sum(np.concatenate([x, x[::-1] ** 2], dtype=np.float64), axis=0)),
     np_case("scipy.special ufuncs (NEP 13)",
             lambda x: _ufuncs().erf(x) + _ufuncs().gammaln(x) * _ufuncs().xlogy(x, x[::-1]),
             requires=("scipy",)),
