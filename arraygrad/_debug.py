@@ -144,10 +144,11 @@ def to_dot(outputs, params=None, show_saved=False) -> Dot:
 
     One box per ``grad_fn`` named by its op (``MulBackward``), one per leaf (``AccumulateGrad``,
     with the leaf's shape, dtype and backend, and its name from ``params``, a ``{name:
-    Variable}`` mapping as torchviz's, or a list of Variables), the outputs with their shapes, and an arrow for every
-    entry of ``next_functions`` (from the input to the node that uses it; labelled with the
-    output number when a node has several outputs). ``show_saved=True`` adds what each node
-    saved for backward (shape and dtype, or "freed"). ``str(dot)`` is the DOT text;
+    Variable}`` mapping as torchviz's, or a list of Variables), the outputs with their shapes,
+    and an arrow for every entry of ``next_functions`` (from the input to the node that uses
+    it; labelled with the output number when a node has several outputs). ``show_saved=True``
+    adds what each node saved for backward (shape and dtype, or "freed"). ``str(dot)`` is the
+    DOT text;
     ``dot.render("graph.svg")`` draws it (needs ``pip install "arraygrad[graph]"`` and Graphviz).
     """
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]

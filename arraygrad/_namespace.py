@@ -118,6 +118,12 @@ class _Recorder:
         self.arrays_only = name in _ARRAYS_ONLY_FUNCTIONS
 
     # ------------------------------------------------------------------ argument handling
+    def own(self, value):
+        """An array of this backend, as given: refused where its library's own autograd
+        tracks it (torch's requires_grad)."""
+        return value if self.backend.tracked is None else self.backend.untracked(
+            value, f"{self.name}()")
+
     def unwrap(self, value):
         """Raw value of an argument: a Variable's data, after checking its backend."""
         kind = value.__class__
@@ -128,8 +134,7 @@ class _Recorder:
         if kind in _PASSED:
             return value
         if _owners.get(kind) is self.backend:  # our array
-            return value if self.backend.tracked is None else self.backend.untracked(
-                value, f"{self.name}()")
+            return self.own(value)
         if isinstance(value, _SCALARS):  # NumPy's float64 subclasses float: to another backend,
             # the number it holds (a rule would meet NumPy's scalars: log, where...)
             owner = registry.of(value) if hasattr(value, "item") else None
@@ -160,8 +165,7 @@ class _Recorder:
         if kind in _NUMBERS:  # 2 * x
             return value
         if _owners.get(kind) is self.backend:  # x + array
-            return value if self.backend.tracked is None else self.backend.untracked(
-                value, f"{self.name}()")
+            return self.own(value)
         if kind is Variable:
             return self.unwrap(value)  # of another backend: refused there
         return self.array_input(self.rule.arrays[position], value)
@@ -176,8 +180,7 @@ class _Recorder:
         if value is None and name in _OPTIONAL_ARRAYS:
             return value
         if _owners.get(kind) is self.backend:
-            return value if self.backend.tracked is None else self.backend.untracked(
-                value, f"{self.name}()")
+            return self.own(value)
         if not _array_like(value):
             raise _not_an_array(self.name, name, value)
         if isinstance(value, (list, tuple)):

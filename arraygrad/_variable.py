@@ -581,7 +581,10 @@ class Variable:
                              "operand broadcasts to a larger shape); compute out of place")
         # Copy-on-write: the old array is never written, so whatever saved it for backward
         # still holds the value it used, and no version counter is needed.
-        if node is None and self.grad_fn is not None and _grad_mode.state.enabled:
+        # a non-leaf while recording takes the result's history (under no_grad it keeps its
+        # own, as in PyTorch: only its value changes)
+        takes_history = self.grad_fn is not None and _grad_mode.state.enabled
+        if node is None and takes_history:
             if op != "zero_()":  # //=, %=...: no derivative, and the graph would be cut
                 raise InplaceError(
                     f"in-place {op} has no derivative, so this Variable (computed by "
@@ -590,11 +593,10 @@ class Variable:
                     "`with arraygrad.no_grad():` if its graph should stay as it is.")
             requires_grad = False  # zeros: a constant, which passes back no gradient
         self.data = data
-        if node is not None or (self.grad_fn is not None and _grad_mode.state.enabled):
-            # (under no_grad a non-leaf keeps its graph, as in PyTorch: only its value changes)
+        if node is not None or takes_history:
             self.grad_fn = node
             self._output_nr = output_nr
-            self._requires_grad = requires_grad or node is not None and self._requires_grad
+            self._requires_grad = requires_grad or (node is not None and self._requires_grad)
 
     def _inplace(self, name, other, op):
         self._inplace_check(op)
