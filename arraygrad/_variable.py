@@ -13,6 +13,7 @@ import warnings
 from . import _engine, _grad_mode, _numpy_protocol
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
+from ._standard import DTYPES
 from .rules import is_complex_dtype
 
 _volatile_warned = False  # the constructor's volatile= warning, given once
@@ -732,6 +733,110 @@ class Variable:
                     "or x.swapaxes(0, 1) to swap them, x.transpose((0, 1)) for NumPy's meaning")
         return self._backend.ns.permute_dims(self, _permutation("transpose", axes, self.shape))
 
+    def squeeze(self, axis=None):
+        """``xp.squeeze(x, axis=axis)``; with no axis, every axis of length 1 (NumPy's and
+        torch's ``x.squeeze()``). An axis of another length is an error, as in NumPy (torch
+        leaves it)."""
+        shape = self.shape
+        if axis is None:
+            axes = tuple(i for i, n in enumerate(shape) if n == 1)
+        else:
+            axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+            for a in axes:
+                n = shape[_normalize_axis("squeeze", a, len(shape))]
+                if n is not None and n == n and n != 1:  # dask's unknown lengths are nan
+                    raise ValueError(
+                        f"Variable.squeeze(): axis {a} has length {n}, not 1 (shape "
+                        f"{tuple(shape)}); only axes of length 1 can be removed")
+        return self._backend.ns.squeeze(self, axis=axes)
+
+    def ravel(self) -> "Variable":
+        """NumPy's name for ``flatten()``: ``xp.reshape(x, (-1,))``."""
+        return self._backend.ns.reshape(self, (-1,))
+
+    def flip(self, *axes, axis=None):
+        """``xp.flip(x, axis=axis)``: every axis by default, as ``np.flip``; torch's
+        ``x.flip(0, 1)`` and ``x.flip((0, 1))`` work too."""
+        if axes and axis is not None:
+            raise TypeError("Variable.flip() got the axes both by position and as axis=")
+        if len(axes) == 1:
+            axis = axes[0]
+        elif axes:
+            axis = axes
+        return self._backend.ns.flip(self, axis=_axis("flip", axis))
+
+    def argmax(self, axis=None, *, keepdims=False, **options):
+        """``xp.argmax(x, axis=axis, keepdims=keepdims)``: indices (of the flattened Variable
+        when axis is None), an integer Variable that carries no gradient."""
+        _refuse_options("argmax", options)
+        return self._backend.ns.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, *, keepdims=False, **options):
+        """``xp.argmin(x, axis=axis, keepdims=keepdims)``: indices, as ``argmax``."""
+        _refuse_options("argmin", options)
+        return self._backend.ns.argmin(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis=None, dtype=None, **options):
+        """``xp.cumulative_sum(x, axis=axis, dtype=dtype)``; with no axis, of the flattened
+        Variable, as NumPy's (torch's ``x.cumsum(dim)`` names one)."""
+        _refuse_options("cumsum", options)
+        x = self
+        if axis is None:
+            x, axis = (x if x.ndim == 1 else self._backend.ns.reshape(x, (-1,))), 0
+        return self._backend.ns.cumulative_sum(x, axis=axis, dtype=dtype)
+
+    # ------------------------------------------ complex parts, copies, dtypes, Python lists
+    @property
+    def real(self):
+        """The real part, ``xp.real(x)``. A real Variable is its own real part, as in torch
+        (NumPy gives a view of it)."""
+        if not is_complex_dtype(self.dtype):
+            return self
+        return self._backend.ns.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part, ``xp.imag(x)``. Of a real Variable: zeros, as in NumPy (torch
+        refuses), recorded as the imaginary part of ``x + 0j``, so that they require grad as x
+        does and send back an exact zero gradient (a constant would make
+        ``x.imag.sum().backward()`` an error, though its gradient, 0, is well defined)."""
+        ns = self._backend.ns
+        dtype = self.dtype
+        if is_complex_dtype(dtype):
+            return ns.imag(self)
+        if not self._backend.is_inexact(dtype):
+            return ns.zeros_like(self)  # integers and booleans: no gradient to keep
+        parts = ns.imag(ns.astype(self, ns.result_type(dtype, ns.complex64)))
+        return parts if parts.dtype == dtype else ns.astype(parts, dtype)  # float16
+
+    def conj(self) -> "Variable":
+        """``xp.conj(x)``, the complex conjugate (of a real Variable, its values)."""
+        return self._backend.ns.conj(self)
+
+    def clone(self) -> "Variable":
+        """A copy in new memory, recorded (``xp.asarray(x, copy=True)``): gradients flow back
+        to x, as from torch's ``x.clone()``."""
+        return self._backend.ns.asarray(self, copy=True)
+
+    def copy(self) -> "Variable":
+        """NumPy's name for ``clone()``: a recorded copy in new memory."""
+        return self._backend.ns.asarray(self, copy=True)
+
+    def astype(self, dtype, *, copy=True, **options):
+        """``xp.astype(x, dtype, copy=copy)``, recorded (a cast to an integer dtype carries no
+        gradient). ``dtype`` is the backend's, or NumPy's of the same name (``np.float32``,
+        ``"float32"``); Python's ``float``, ``int``, ``complex`` and ``bool`` mean what they
+        mean to NumPy (float64, int64, complex128, bool)."""
+        _refuse_options("astype", options)
+        ns = self._backend.ns
+        return ns.astype(self, _dtype_of(ns, dtype), copy=copy)
+
+    def tolist(self):
+        """The values as (nested) Python lists of numbers, a number for a 0-d Variable, as
+        NumPy's and torch's ``tolist()``. Like ``item()`` and ``float(x)``, it leaves the
+        graph: the numbers carry no gradient."""
+        return self._backend.to_numpy(self.data).tolist()
+
 
 _engine.use_variable_type(Variable)  # the engine wraps values for create_graph through it
 
@@ -801,11 +906,29 @@ def _elementwise(name):
 for _name in ELEMENTWISE_METHODS:
     setattr(Variable, _name, _elementwise(_name))
 
+
 # torch's option names -> the standard's (and NumPy's), which the methods take instead.
 _TORCH_OPTIONS = {"dim": ("axis", ""), "keepdim": ("keepdims", ""), "p": ("ord", ""),
                   "unbiased": ("correction", "; unbiased=True is correction=1")}
 # Options of NumPy or torch the namespace's functions meet under another name in the standard.
 OTHER_SPELLINGS = {**_TORCH_OPTIONS, "ddof": ("correction", "; ddof=1 is correction=1")}
+
+
+_PYTHON_DTYPES = {float: "float64", int: "int64", complex: "complex128", bool: "bool"}
+
+
+def _dtype_of(ns, dtype):
+    """The backend's dtype for what ``astype`` is given: the backend's own, a NumPy dtype or
+    scalar type (by its name), a name of the standard, or a Python type (as NumPy reads it)."""
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise TypeError(f"Variable.astype(): {dtype!r} is not a dtype name of the standard "
+                            f"({', '.join(DTYPES)}); or pass a dtype, such as xp.float64")
+        return getattr(ns, dtype)
+    if isinstance(dtype, type) and dtype in _PYTHON_DTYPES:
+        return getattr(ns, _PYTHON_DTYPES[dtype])
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)
+    return getattr(ns, name, dtype) if isinstance(name, str) and name in DTYPES else dtype
 
 
 def _refuse_options(method, options):

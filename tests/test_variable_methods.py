@@ -74,6 +74,25 @@ CASES = [
     ("clip", lambda x: x.clip(-0.5, 0.5), lambda xp, x: xp.clip(x, -0.5, 0.5), (3, 4)),
     ("clip-max", lambda x: x.clip(max=0.3), lambda xp, x: xp.clip(x, max=0.3), (3, 4)),
     ("clamp", lambda x: x.clamp(min=-0.2), lambda xp, x: xp.clip(x, min=-0.2), (3, 4)),
+    ("squeeze", lambda x: x.squeeze(), lambda xp, x: xp.squeeze(x, axis=(0, 2)), (1, 3, 1)),
+    ("squeeze-axis", lambda x: x.squeeze(-1), lambda xp, x: xp.squeeze(x, axis=2), (1, 3, 1)),
+    ("squeeze-nothing", lambda x: x.squeeze(), lambda xp, x: xp.squeeze(x, axis=()), (2, 3)),
+    ("ravel", lambda x: x.ravel(), lambda xp, x: xp.reshape(x, (-1,)), (2, 3, 4)),
+    ("flip", lambda x: x.flip(), lambda xp, x: xp.flip(x), (2, 3, 4)),
+    ("flip-axis", lambda x: x.flip(axis=1), lambda xp, x: xp.flip(x, axis=1), (2, 3, 4)),
+    ("flip-torch-axes", lambda x: x.flip(0, -1), lambda xp, x: xp.flip(x, axis=(0, -1)),
+     (2, 3, 4)),
+    ("cumsum", lambda x: x.cumsum(),
+     lambda xp, x: xp.cumulative_sum(xp.reshape(x, (-1,)), axis=0), (2, 3, 4)),
+    ("cumsum-axis", lambda x: x.cumsum(1), lambda xp, x: xp.cumulative_sum(x, axis=1),
+     (2, 3, 4)),
+    ("conj", lambda x: x.conj(), lambda xp, x: xp.conj(x), (3, 4)),
+    ("clone", lambda x: x.clone(), lambda xp, x: xp.asarray(x, copy=True), (3, 4)),
+    ("copy", lambda x: x.copy(), lambda xp, x: xp.asarray(x, copy=True), (3, 4)),
+    ("imag-of-real", lambda x: x.imag,
+     lambda xp, x: xp.imag(xp.astype(x, xp.complex128)), (3, 4)),
+    ("astype-same", lambda x: x.astype("float64"), lambda xp, x: xp.astype(x, xp.float64),
+     (3, 4)),
 ]
 IDS = [case[0] for case in CASES]
 
@@ -154,12 +173,15 @@ def test_methods_do_not_replace_existing_attributes():
                 "zero_", "numpy", "to", "backend", "volatile"}
     methods = {"sum", "prod", "mean", "max", "min", "std", "var", "norm", "reshape", "flatten",
                "transpose", "permute", "swapaxes", "clip", "clamp", "abs", "exp", "log",
-               "sqrt", "square", "sin", "cos", "tanh"}
+               "sqrt", "square", "sin", "cos", "tanh", "squeeze", "ravel", "flip", "argmax",
+               "argmin", "cumsum", "conj", "clone", "copy", "astype", "tolist"}
     assert not existing & methods
     for name in methods:
         assert callable(getattr(ag.Variable, name)), name
         assert getattr(ag.Variable, name).__doc__, f"Variable.{name} has no docstring"
     assert isinstance(ag.Variable.size, property) and isinstance(ag.Variable.T, property)
+    for name in ("real", "imag"):
+        assert isinstance(getattr(ag.Variable, name), property), name
 
 
 @pytest.mark.parametrize("call, error, match", [
@@ -236,3 +258,146 @@ def test_grad_mode_decorators_cover_a_generator_body_and_set_grad_enabled_reente
         with mode:
             assert not (x * 1).requires_grad
         assert (x * 1).requires_grad
+
+
+# ------------------------------------------ complex parts, copies, dtypes, indices, Python lists
+COMPLEX = [  # (id, the method call on a complex Variable, torch's on a complex tensor)
+    ("real", lambda z: z.real, lambda t: t.real),
+    ("imag", lambda z: z.imag, lambda t: t.imag),
+    ("conj", lambda z: z.conj(), lambda t: t.conj()),
+    ("clone", lambda z: z.clone(), lambda t: t.clone()),
+    ("flip-cumsum", lambda z: z.flip(0).cumsum(1), lambda t: t.flip(0).cumsum(1)),
+    ("squeeze-ravel", lambda z: z.reshape(1, 3, 4).squeeze().ravel(),
+     lambda t: t.reshape(1, 3, 4).squeeze().ravel()),
+    ("mixed", lambda z: z.real * z.imag + (z.conj() * z).real,
+     lambda t: t.real * t.imag + (t.conj() * t).real),
+]
+
+
+def complex_values(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+
+
+@pytest.mark.parametrize("case", COMPLEX, ids=[c[0] for c in COMPLEX])
+def test_complex_methods_match_central_differences(backend, case):
+    analytic, numeric = gradient_errors(case[1], [complex_values()], backend.name)
+    assert analytic == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("case", COMPLEX, ids=[c[0] for c in COMPLEX])
+def test_complex_methods_match_torch(case):
+    torch = pytest.importorskip("torch")
+    host = complex_values()
+    z = ag.Variable(host, requires_grad=True)
+    out = case[1](z)
+    rng = np.random.default_rng(1)
+    g = rng.standard_normal(out.shape) + (1j * rng.standard_normal(out.shape)
+                                          if np.iscomplexobj(out.data) else 0)
+    out.backward(g.astype(out.dtype))
+    t = torch.tensor(host, requires_grad=True)
+    out_torch = case[2](t)
+    out_torch.backward(torch.tensor(g.astype(out.dtype)))
+    np.testing.assert_allclose(out.data, out_torch.detach().resolve_conj().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(z.grad.data, t.grad.resolve_conj().numpy(), rtol=1e-12)
+
+
+def test_imag_of_a_real_variable_is_recorded_zeros(backend):
+    # NumPy's zeros (torch refuses): they require grad as x does and send back exactly 0,
+    # even where x is inf or nan, so backward through them runs and adds nothing.
+    x = backend.variable([1.5, -np.inf, np.nan])
+    zeros = x.imag
+    assert zeros.requires_grad and zeros.dtype == x.dtype
+    np.testing.assert_array_equal(backend.host(zeros), np.zeros(3))
+    (zeros.sum() + (x * 2.0).sum()).backward()
+    np.testing.assert_array_equal(backend.host(x.grad), np.full(3, 2.0))
+    x.grad = None
+    zeros.sum().backward()
+    np.testing.assert_array_equal(backend.host(x.grad), np.zeros(3))
+    whole = backend.variable([1, 2], requires_grad=False, dtype=np.int64)
+    assert whole.imag.dtype == whole.dtype and backend.host(whole.imag).tolist() == [0, 0]
+
+
+def test_real_of_a_real_variable_is_itself_and_of_a_complex_one_records(backend):
+    x = backend.variable([1.0, 2.0])
+    assert x.real is x
+    z = backend.variable([1 + 2j, 3 - 1j], dtype=np.complex128)
+    assert z.real.grad_fn.name() == "RealBackward" and z.imag.grad_fn.name() == "ImagBackward"
+    np.testing.assert_array_equal(backend.host(z.imag), [2.0, -1.0])
+    np.testing.assert_array_equal(backend.host(z.conj()), [1 - 2j, 3 + 1j])
+
+
+def test_clone_is_new_memory_that_gradients_flow_through(backend):
+    x = backend.variable([1.0, 2.0, 3.0])
+    for copy in (x.clone(), x.copy()):
+        assert copy.data is not x.data and not copy.is_leaf
+        copy[0] = 10.0  # copy-on-write on the copy: x keeps its values
+        np.testing.assert_array_equal(backend.host(x), [1.0, 2.0, 3.0])
+        (copy * copy).sum().backward()
+    # the first element was overwritten in both copies: no gradient reaches x[0]
+    np.testing.assert_array_equal(backend.host(x.grad), [0.0, 8.0, 12.0])
+    constant = backend.variable([1.0], requires_grad=False)
+    assert not constant.clone().requires_grad
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("float32", "float32"), (np.float32, "float32"), (np.dtype("float32"), "float32"),
+    (float, "float64"), (complex, "complex128"), (int, "int64"), (bool, "bool"),
+    ("int32", "int32"), ("complex64", "complex64")])
+def test_astype_takes_numpys_names_of_dtypes(backend, dtype, expected):
+    x = backend.variable([0.5, 1.5])
+    y = x.astype(dtype)
+    assert y.dtype == getattr(backend.xp, expected)
+    assert y.requires_grad == (expected not in ("int32", "int64", "bool"))
+
+
+def test_astype_gradient_and_copy(backend):
+    x = backend.variable([0.5, 1.5])
+    assert x.astype(backend.xp.float64, copy=False) is not None  # the standard's copy=
+    y = x.astype(backend.xp.float32)
+    assert y.grad_fn.name() == "AstypeBackward"
+    (y * y).sum().backward()
+    assert x.grad.dtype == x.dtype
+    np.testing.assert_allclose(backend.host(x.grad), [1.0, 3.0], rtol=1e-6)
+    analytic, numeric = gradient_errors(lambda x: x.astype("complex128") * (1 + 2j),
+                                        [np.array([0.5, -1.5])], backend.name)
+    assert analytic == pytest.approx(numeric, rel=1e-8)
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda x: x.argmax(), 4), (lambda x: x.argmin(), 1),
+    (lambda x: x.argmax(axis=1), [2, 1]), (lambda x: x.argmin(0), [1, 0, 1]),
+    (lambda x: x.argmax(axis=0, keepdims=True), [[0, 1, 0]]),
+])
+def test_argmax_and_argmin_are_integer_indices_with_no_grad(backend, call, expected):
+    x = backend.variable([[3.0, -2.0, 5.0], [0.5, 9.0, 1.0]])
+    index = call(x)
+    assert not index.requires_grad and index.grad_fn is None
+    assert backend.raw.isdtype(index.dtype, "integral")
+    assert backend.host(index).tolist() == expected
+
+
+def test_tolist_leaves_the_graph_as_item_does(backend):
+    x = backend.variable([[1.5, -2.0], [0.25, 3.0]])
+    assert x.tolist() == [[1.5, -2.0], [0.25, 3.0]]
+    assert all(type(v) is float for row in x.tolist() for v in row)
+    assert x.sum().tolist() == 2.75 and type(x.sum().tolist()) is float
+    assert backend.variable([1, 2], requires_grad=False, dtype=np.int64).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: x.squeeze(0), ValueError, r"axis 0 has length 2, not 1 \(shape \(2, 3, 4\)\)"),
+    (lambda x: x.squeeze(5), ValueError, r"squeeze\(\): axis 5 is out of range"),
+    (lambda x: x.flip(0, axis=1), TypeError, r"both by position and as axis="),
+    (lambda x: x.flip(0.5), TypeError, r"flip\(\): axis must be"),
+    (lambda x: x.argmax(dim=1), TypeError, r"axis= instead of torch's dim="),
+    (lambda x: x.argmin(keepdim=True), TypeError, r"keepdims= instead of torch's keepdim="),
+    (lambda x: x.cumsum(dim=0), TypeError, r"axis= instead of torch's dim="),
+    (lambda x: x.astype("float"), TypeError, r"'float' is not a dtype name of the standard"),
+    (lambda x: x.astype("float64", casting="safe"), TypeError,
+     r"astype\(\) got an unexpected keyword argument 'casting'"),
+])
+def test_bad_arguments_to_the_new_methods_are_refused(backend, call, error, match):
+    x = backend.variable(values(CASES[0]))
+    with pytest.raises(error, match=match):
+        call(x)
