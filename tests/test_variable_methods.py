@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
+from arraygrad._variable import NOT_ATTRIBUTES, OTHER_NAMES
 from arraygrad.testing import gradient_errors
 
 POSITIVE = "positive"  # log and sqrt: values in [0.5, 2.5)
@@ -182,6 +183,7 @@ def test_methods_do_not_replace_existing_attributes():
     assert isinstance(ag.Variable.size, property) and isinstance(ag.Variable.T, property)
     for name in ("real", "imag"):
         assert isinstance(getattr(ag.Variable, name), property), name
+    assert not NOT_ATTRIBUTES & (existing | methods | {"real", "imag"})
 
 
 @pytest.mark.parametrize("call, error, match", [
@@ -401,3 +403,87 @@ def test_bad_arguments_to_the_new_methods_are_refused(backend, call, error, matc
     x = backend.variable(values(CASES[0]))
     with pytest.raises(error, match=match):
         call(x)
+
+
+# -------------------------------------------------- what a Variable does not have says so
+@pytest.mark.parametrize("name, match", [
+    ("unsqueeze", r"'unsqueeze': torch's x\.unsqueeze\(dim\) is xp\.expand_dims\(x, axis=dim\), "
+                  r"with xp = x\.__array_namespace__\(\)$"),
+    ("view", r"x\.reshape\(shape\)"),
+    ("numel", r"x\.size"),
+    ("dim", r"x\.ndim"),
+    ("double", r"x\.astype\(xp\.float64\)"),
+    ("float", r"x\.astype\(xp\.float32\)"),
+    ("cumprod", r"xp\.cumulative_prod\(x, axis=axis\)"),
+    ("repeat", r"xp\.tile\(x, sizes\).*xp\.repeat\(x, n, axis=axis\)"),
+    ("argsort", r"'argsort': use xp\.argsort\(x, \.\.\.\), with xp = x\.__array_namespace__\(\)$"),
+    ("cumulative_sum", r"use xp\.cumulative_sum\(x, \.\.\.\)"),
+    ("where", r"use xp\.where\(x, \.\.\.\)"),
+    ("det", r"use xp\.linalg\.det\(x, \.\.\.\)"),
+    ("matmul", r"use xp\.matmul\(x, \.\.\.\)"),
+    ("concat", r"use xp\.concat\(\[x, \.\.\.\]\)"),
+])
+def test_names_torch_and_numpy_users_type_say_what_to_write(backend, name, match):
+    x = backend.variable([1.0, 2.0])
+    with pytest.raises(AttributeError, match=match) as info:
+        getattr(x, name)
+    assert info.value.name == name
+    assert not hasattr(x, name) and name not in dir(x)
+
+
+def test_every_name_the_hints_suggest_exists(backend):
+    """A hint that points at something that does not exist is worse than none."""
+    import re
+
+    x = backend.variable([[1.0, 2.0], [3.0, 4.0]])
+    for name in sorted(NOT_ATTRIBUTES):
+        with pytest.raises(AttributeError) as info:
+            getattr(x, name)
+        hint = str(info.value).partition(": ")[2]
+        assert hint, name
+        for path in re.findall(r"\bxp\.([\w.]+)", hint):
+            target = backend.xp
+            for part in path.split("."):
+                assert hasattr(target, part), f"x.{name} suggests xp.{path}, which is not there"
+                target = getattr(target, part)
+        for attribute in set(re.findall(r"\bx\.(\w+)", hint)) - {name}:  # torch's x.NAME()
+            assert attribute not in NOT_ATTRIBUTES and hasattr(x, attribute), (name, attribute)
+
+
+def test_a_function_the_backend_lacks_says_so():
+    # the 2025.12 additions are offered only where the backend has them
+    class Backend:
+        name, ns = "stub", type("Namespace", (), {"linalg": None})()
+
+    x = ag.Variable._make(None, Backend, None, 0, False)
+    with pytest.raises(AttributeError, match=r"xp\.linalg\.eig is a function of the Array API "
+                                             r"standard, which backend 'stub' does not provide"):
+        x.eig
+
+
+@pytest.mark.parametrize("name", [
+    "__array_interface__", "__array_struct__", "__cuda_array_interface__", "__torch_function__",
+    "__jax_array__", "__dask_graph__", "_repr_html_", "_ipython_display_", "__array_wrap__",
+    "no_such_method", "zeros", "arange", "isdtype"])  # the last: xp.zeros(x, ...) is no call
+def test_probed_and_unknown_names_raise_pythons_plain_attribute_error(name):
+    x = ag.Variable(np.ones(2), requires_grad=True)
+    with pytest.raises(AttributeError) as info:
+        getattr(x, name)
+    assert type(info.value) is AttributeError
+    assert str(info.value) == f"'Variable' object has no attribute {name!r}"
+    assert not hasattr(x, name)
+
+
+def test_names_with_hints_do_not_break_copies_pickles_or_half_built_variables():
+    import copy
+    import pickle
+
+    bare = ag.Variable.__new__(ag.Variable)  # as pickle makes it, before any slot is set
+    assert not hasattr(bare, "argsort") and not hasattr(bare, "unsqueeze")
+    with pytest.raises(AttributeError, match=r"use xp\.argsort"):
+        bare.argsort
+    x = ag.Variable(np.array([1.0, 2.0]), requires_grad=True)
+    for duplicate in (copy.copy(x), copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        np.testing.assert_array_equal(duplicate.data, x.data)
+        assert duplicate.requires_grad
+    assert set(OTHER_NAMES) <= NOT_ATTRIBUTES and "unsqueeze" in NOT_ATTRIBUTES
