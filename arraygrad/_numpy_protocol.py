@@ -442,6 +442,27 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return xp.linalg.svd(a, full_matrices=full_matrices)
 
 
+def _diff(a, n=1, axis=-1, prepend=None, append=None):
+    """NumPy's ``diff``: a scalar ``prepend``/``append`` stands for a slice of that value, one
+    long along ``axis`` (the standard's ``diff`` takes arrays only). A Python number takes
+    ``a``'s dtype, as in the standard's operators (NumPy's own makes float32 float64 here)."""
+    xp = a.__array_namespace__()
+    edges = {}
+    for key, value in (("prepend", prepend), ("append", append)):
+        if value is None:
+            continue
+        if isinstance(value, (bool, int, float, complex)):  # a Python number takes a's dtype
+            value = xp.asarray(value, dtype=xp.result_type(a, value))
+        else:
+            value = xp.asarray(value)
+        if value.ndim == 0:
+            shape = list(a.shape)
+            shape[axis] = 1
+            value = xp.broadcast_to(value, tuple(shape))
+        edges[key] = value
+    return xp.diff(a, n=n, axis=axis, **edges)
+
+
 def pad(array, pad_width, mode="constant", constant_values=0):
     xp = array.__array_namespace__()
     if mode != "constant":
@@ -550,21 +571,17 @@ FUNCTIONS = {
         _with_flat_default("argmax")(a, axis=axis, keepdims=keepdims),
     "argmin": lambda a, axis=None, out=None, *, keepdims=False:
         _with_flat_default("argmin")(a, axis=axis, keepdims=keepdims),
-    "diff": lambda a, n=1, axis=-1, prepend=None, append=None: a.__array_namespace__().diff(
-        a, n=n, axis=axis, **{k: v for k, v in (("prepend", prepend), ("append", append))
-                              if v is not None}),
+    "diff": _diff,
     "take": _take, "take_along_axis": lambda arr, indices, axis: arr.__array_namespace__(
         ).take_along_axis(arr, indices, axis=axis),
     "repeat": _repeat, "roll": _roll, "flip": _flip,
     "tile": lambda A, reps: A.__array_namespace__().tile(A, tuple(reps) if not isinstance(
         reps, int) else (reps,)),
     "clip": _clip, "round": _round, "around": _round, "average": _average,
-    "real": lambda val: val.__array_namespace__().real(val) if "complex" in str(val.dtype)
-        else val,
-    "imag": lambda val: val.__array_namespace__().imag(val),
+    "real": lambda val: val.real, "imag": lambda val: val.imag,  # a real one's: zeros
     "conj": lambda x, *a, **k: x.__array_namespace__().conj(x),
-    "angle": lambda z, deg=False: (lambda xp: xp.atan2(xp.imag(z), xp.real(z)) * (
-        180 / math.pi if deg else 1))(z.__array_namespace__()),
+    "angle": lambda z, deg=False: z.__array_namespace__().atan2(z.imag, z.real) * (
+        180 / math.pi if deg else 1),
     "copy": lambda a, order="K", subok=False: a.__array_namespace__().asarray(a, copy=True),
     "zeros_like": _method("zeros_like"), "ones_like": _method("ones_like"),
     "empty_like": _method("empty_like"),

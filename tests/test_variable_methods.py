@@ -487,3 +487,35 @@ def test_names_with_hints_do_not_break_copies_pickles_or_half_built_variables():
         np.testing.assert_array_equal(duplicate.data, x.data)
         assert duplicate.requires_grad
     assert set(OTHER_NAMES) <= NOT_ATTRIBUTES and "unsqueeze" in NOT_ATTRIBUTES
+
+
+# ------------------------------------------------ NumPy's functions on Variables: fixed cases
+@pytest.mark.parametrize("call", [
+    lambda x: np.diff(x, prepend=0.0),
+    lambda x: np.diff(x, axis=0, append=1),
+    lambda x: np.diff(x, n=2, prepend=np.float64(-1.0), append=[[2.0], [3.0]]),
+    lambda x: np.imag(x) + np.real(x),
+    lambda x: np.angle(-x),
+], ids=["diff-prepend", "diff-append-axis", "diff-n-both", "imag-real", "angle"])
+@pytest.mark.parametrize("name", ["numpy", "array_api_strict", "torch"])
+def test_numpy_functions_with_numpys_meaning_on_real_variables(name, call):
+    if name == "torch":
+        pytest.importorskip("torch")
+    host = np.array([[1.0, 3.0, 7.5], [2.0, -1.0, 0.5]])
+    expected = call(host)
+    result = call(ag.Variable(ag.get_backend(name).raw.asarray(host), requires_grad=True))
+    np.testing.assert_allclose(np.asarray(ag.get_backend(name).to_numpy(result.data)), expected)
+    analytic, numeric = gradient_errors(call, [host], name)
+    assert analytic == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("name", ["numpy", "array_api_strict", "torch"])
+def test_a_number_given_to_diff_takes_the_variables_dtype(name):
+    # as Python numbers do in the standard's operators (NumPy's diff would make float64 here)
+    if name == "torch":
+        pytest.importorskip("torch")
+    raw = ag.get_backend(name).raw
+    x = ag.Variable(raw.asarray([1.0, 4.0], dtype=raw.float32), requires_grad=True)
+    result = np.diff(x, prepend=0.5, append=2)
+    assert result.dtype == raw.float32
+    assert ag.get_backend(name).to_numpy(result.data).tolist() == [0.5, 3.0, -2.0]
