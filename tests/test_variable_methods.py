@@ -519,3 +519,40 @@ def test_a_number_given_to_diff_takes_the_variables_dtype(name):
     result = np.diff(x, prepend=0.5, append=2)
     assert result.dtype == raw.float32
     assert ag.get_backend(name).to_numpy(result.data).tolist() == [0.5, 3.0, -2.0]
+
+
+EINSUM = [  # subscripts and the operands' shapes
+    ("...i,...i->...", [(4, 2, 3), (2, 3)]),
+    ("i...,i...", [(2, 3), (2, 1)]),
+    ("...ij,...jk", [(4, 2, 3), (3, 2)]),
+    ("...ij->...ji", [(2, 3, 4)]),
+    ("Ba...,a", [(2, 3, 5), (3,)]),
+    ("b...j,bj->b...", [(2, 5, 3), (2, 3)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes", EINSUM, ids=[c[0] for c in EINSUM])
+def test_einsum_with_an_ellipsis_is_numpys(backend, subscripts, shapes):
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(shape) for shape in shapes]
+    result = np.einsum(subscripts, *[backend.variable(a) for a in arrays])
+    np.testing.assert_allclose(backend.host(result), np.einsum(subscripts, *arrays), rtol=1e-12)
+    analytic, numeric = gradient_errors(lambda *v: np.einsum(subscripts, *v), arrays,
+                                        backend.name)
+    assert analytic == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("subscripts, shapes, error, match", [
+    ("ii->i", [(3, 3)], TypeError, r"repeats a letter.*xp\.linalg\.diagonal\(x\).*"
+                                   r"xp\.linalg\.trace\(x\)"),
+    ("ij,jk", [(2, 3)], TypeError, r"names 2 operands but got 1"),
+    ("...ij->ij", [(2, 3, 4)], ValueError, r"output must have one too"),
+    ("i.j", [(2, 3)], ValueError, r"not part of an ellipsis"),
+    ("ij", [(2, 3, 4)], ValueError, r"operand 0 has 3 axes, but its subscripts name 2"),
+])
+def test_einsum_refusals_say_what_is_wrong(backend, subscripts, shapes, error, match):
+    operands = [backend.variable(np.ones(shape)) for shape in shapes]
+    with pytest.raises(error, match=match):
+        np.einsum(subscripts, *operands)
+    assert hasattr(backend.xp.linalg, "diagonal") and hasattr(backend.xp.linalg, "trace")

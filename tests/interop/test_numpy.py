@@ -58,6 +58,7 @@ CASES = [
     np_case("np.trace", lambda x: np.trace(x[:, :3])),
     np_case("np.outer", lambda x: np.outer(x[0], x[1])),
     np_case("np.einsum", lambda x: np.einsum("ij,jk->ik", x, B)),
+    np_case("np.einsum with an ellipsis", lambda x: np.einsum("...j,jk->...k", x, B)),
     np_case("np.average(weights=)", lambda x: np.average(x, axis=1, weights=[1.0, 2, 3, 4])),
     np_case("np.nanmean", lambda x: np.nanmean(x, axis=0)),
     np_case("np.sort", lambda x: np.sort(x, axis=1)),
