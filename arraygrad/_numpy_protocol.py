@@ -11,6 +11,7 @@ an array that silently left the graph.
 from __future__ import annotations
 
 import math
+import string
 
 # NumPy ufuncs by name -> the standard's function of the same meaning.
 UFUNCS = {
@@ -442,6 +443,27 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return xp.linalg.svd(a, full_matrices=full_matrices)
 
 
+def _diff(a, n=1, axis=-1, prepend=None, append=None):
+    """NumPy's ``diff``: a scalar ``prepend``/``append`` stands for a slice of that value, one
+    long along ``axis`` (the standard's ``diff`` takes arrays only). A Python number takes
+    ``a``'s dtype, as in the standard's operators (NumPy's own makes float32 float64 here)."""
+    xp = a.__array_namespace__()
+    edges = {}
+    for key, value in (("prepend", prepend), ("append", append)):
+        if value is None:
+            continue
+        if isinstance(value, (bool, int, float, complex)):  # a Python number takes a's dtype
+            value = xp.asarray(value, dtype=xp.result_type(a, value))
+        else:
+            value = xp.asarray(value)
+        if value.ndim == 0:
+            shape = list(a.shape)
+            shape[axis] = 1
+            value = xp.broadcast_to(value, tuple(shape))
+        edges[key] = value
+    return xp.diff(a, n=n, axis=axis, **edges)
+
+
 def pad(array, pad_width, mode="constant", constant_values=0):
     xp = array.__array_namespace__()
     if mode != "constant":
@@ -467,22 +489,35 @@ def _pairs(pad_width, ndim):
 
 def einsum(xp, subscripts, *operands):
     """``einsum`` with the standard's functions: each operand's axes laid out in one order of
-    all letters, multiplied with broadcasting, then summed over the letters not kept. Repeated
-    letters within one operand (diagonals) and ellipses are not supported."""
+    all letters, multiplied with broadcasting, then summed over the letters not kept. An
+    ellipsis stands for the same letters in every operand, right-aligned, as in NumPy.
+    Repeated letters within one operand (diagonals) are refused."""
     subscripts = subscripts.replace(" ", "")
-    if "." in subscripts:
-        raise unsupported(f"einsum({subscripts!r})", " with an ellipsis")
-    inputs, _, output = subscripts.partition("->")
+    inputs, arrow, output = subscripts.partition("->")
     specs = inputs.split(",")
-    if not _:
+    if len(specs) != len(operands):
+        raise TypeError(f"einsum({subscripts!r}) names {len(specs)} operand"
+                        f"{'s' if len(specs) != 1 else ''} but got {len(operands)}")
+    operands = [xp.asarray(operand) for operand in operands]
+    if "." in subscripts:
+        specs, output = _without_ellipsis(subscripts, specs, output if arrow else None,
+                                          operands)
+    elif not arrow:
         letters = "".join(specs)
         output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    if len(specs) != len(operands) or any(len(set(spec)) != len(spec) for spec in specs):
-        raise unsupported(f"einsum({subscripts!r})", " with a repeated letter in one operand")
+    for k, (spec, operand) in enumerate(zip(specs, operands)):
+        if len(spec) != operand.ndim:
+            raise ValueError(f"einsum({subscripts!r}): operand {k} has {operand.ndim} axes, "
+                             f"but its subscripts name {len(spec)}")
+    if any(len(set(spec)) != len(spec) for spec in specs):
+        raise TypeError(
+            f"einsum({subscripts!r}) repeats a letter within one operand (a diagonal), which "
+            "arraygrad's einsum does not support: take the diagonal first with "
+            "xp.linalg.diagonal(x) (or xp.linalg.trace(x) for a trace), with xp = "
+            "x.__array_namespace__(), and einsum the rest")
     order = list(output) + sorted({c for spec in specs for c in spec} - set(output))
     result = None
     for spec, operand in zip(specs, operands):
-        operand = xp.asarray(operand)
         present = sorted(range(len(spec)), key=lambda i: order.index(spec[i]))
         operand = xp.permute_dims(operand, tuple(present))
         kept = [spec[i] for i in present]
@@ -491,6 +526,38 @@ def einsum(xp, subscripts, *operands):
         result = operand if result is None else result * operand
     summed = tuple(range(len(output), len(order)))
     return xp.sum(result, axis=summed) if summed else result
+
+
+def _without_ellipsis(subscripts, specs, output, operands):
+    """``specs`` and ``output`` with each ``...`` replaced by letters unused in
+    ``subscripts``: the same letters for the same axes, aligned from the right. With no
+    output given, NumPy's: the ellipsis' axes, then the letters that occur once, sorted."""
+    free = [c for c in string.ascii_letters if c not in subscripts]
+    widths = []
+    for spec, operand in zip(specs, operands):
+        if spec.replace("...", "", 1).count(".") or (spec.count(".") and "..." not in spec):
+            raise ValueError(f"einsum({subscripts!r}): a '.' that is not part of an ellipsis")
+        widths.append(operand.ndim - (len(spec) - 3) if "..." in spec else 0)
+        if widths[-1] < 0:
+            raise ValueError(f"einsum({subscripts!r}): operand {len(widths) - 1} has "
+                             f"{operand.ndim} axes, fewer than its subscripts name")
+    width = max(widths)
+    if width > len(free):
+        raise ValueError(f"einsum({subscripts!r}): too many axes under the ellipsis")
+    ellipsis = "".join(free[:width])
+    specs = [spec.replace("...", ellipsis[width - w:]) for spec, w in zip(specs, widths)]
+    if output is None:
+        letters = "".join(specs)
+        output = ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                           and c not in ellipsis))
+    elif "..." in output:
+        output = output.replace("...", ellipsis)
+    elif width:
+        raise ValueError(f"einsum({subscripts!r}): the operands have axes under the ellipsis, "
+                         "so the output must have one too ('...->...'), as in NumPy")
+    if "." in output:
+        raise ValueError(f"einsum({subscripts!r}): a '.' that is not part of an ellipsis")
+    return specs, output
 
 
 def _values(value):
@@ -550,21 +617,17 @@ FUNCTIONS = {
         _with_flat_default("argmax")(a, axis=axis, keepdims=keepdims),
     "argmin": lambda a, axis=None, out=None, *, keepdims=False:
         _with_flat_default("argmin")(a, axis=axis, keepdims=keepdims),
-    "diff": lambda a, n=1, axis=-1, prepend=None, append=None: a.__array_namespace__().diff(
-        a, n=n, axis=axis, **{k: v for k, v in (("prepend", prepend), ("append", append))
-                              if v is not None}),
+    "diff": _diff,
     "take": _take, "take_along_axis": lambda arr, indices, axis: arr.__array_namespace__(
         ).take_along_axis(arr, indices, axis=axis),
     "repeat": _repeat, "roll": _roll, "flip": _flip,
     "tile": lambda A, reps: A.__array_namespace__().tile(A, tuple(reps) if not isinstance(
         reps, int) else (reps,)),
     "clip": _clip, "round": _round, "around": _round, "average": _average,
-    "real": lambda val: val.__array_namespace__().real(val) if "complex" in str(val.dtype)
-        else val,
-    "imag": lambda val: val.__array_namespace__().imag(val),
+    "real": lambda val: val.real, "imag": lambda val: val.imag,  # a real one's: zeros
     "conj": lambda x, *a, **k: x.__array_namespace__().conj(x),
-    "angle": lambda z, deg=False: (lambda xp: xp.atan2(xp.imag(z), xp.real(z)) * (
-        180 / math.pi if deg else 1))(z.__array_namespace__()),
+    "angle": lambda z, deg=False: z.__array_namespace__().atan2(z.imag, z.real) * (
+        180 / math.pi if deg else 1),
     "copy": lambda a, order="K", subok=False: a.__array_namespace__().asarray(a, copy=True),
     "zeros_like": _method("zeros_like"), "ones_like": _method("ones_like"),
     "empty_like": _method("empty_like"),

@@ -13,6 +13,7 @@ import warnings
 from . import _engine, _grad_mode, _numpy_protocol
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
+from ._standard import DTYPES, FUNCTIONS
 from .rules import is_complex_dtype
 
 _volatile_warned = False  # the constructor's volatile= warning, given once
@@ -541,6 +542,10 @@ class Variable:
         grad = self._grad.data if self._grad is not None else None
         return _rebuilt, (self._backend.name, self.data, self._requires_grad, grad)
 
+    def __dir__(self):
+        # the names that only say what to write instead (Variable.unsqueeze) are not attributes
+        return [name for name in object.__dir__(self) if name not in NOT_ATTRIBUTES]
+
     def __complex__(self):
         return complex(self.data)
 
@@ -732,6 +737,110 @@ class Variable:
                     "or x.swapaxes(0, 1) to swap them, x.transpose((0, 1)) for NumPy's meaning")
         return self._backend.ns.permute_dims(self, _permutation("transpose", axes, self.shape))
 
+    def squeeze(self, axis=None):
+        """``xp.squeeze(x, axis=axis)``; with no axis, every axis of length 1 (NumPy's and
+        torch's ``x.squeeze()``). An axis of another length is an error, as in NumPy (torch
+        leaves it)."""
+        shape = self.shape
+        if axis is None:
+            axes = tuple(i for i, n in enumerate(shape) if n == 1)
+        else:
+            axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+            for a in axes:
+                n = shape[_normalize_axis("squeeze", a, len(shape))]
+                if n is not None and n == n and n != 1:  # dask's unknown lengths are nan
+                    raise ValueError(
+                        f"Variable.squeeze(): axis {a} has length {n}, not 1 (shape "
+                        f"{tuple(shape)}); only axes of length 1 can be removed")
+        return self._backend.ns.squeeze(self, axis=axes)
+
+    def ravel(self) -> "Variable":
+        """NumPy's name for ``flatten()``: ``xp.reshape(x, (-1,))``."""
+        return self._backend.ns.reshape(self, (-1,))
+
+    def flip(self, *axes, axis=None):
+        """``xp.flip(x, axis=axis)``: every axis by default, as ``np.flip``; torch's
+        ``x.flip(0, 1)`` and ``x.flip((0, 1))`` work too."""
+        if axes and axis is not None:
+            raise TypeError("Variable.flip() got the axes both by position and as axis=")
+        if len(axes) == 1:
+            axis = axes[0]
+        elif axes:
+            axis = axes
+        return self._backend.ns.flip(self, axis=_axis("flip", axis))
+
+    def argmax(self, axis=None, *, keepdims=False, **options):
+        """``xp.argmax(x, axis=axis, keepdims=keepdims)``: indices (of the flattened Variable
+        when axis is None), an integer Variable that carries no gradient."""
+        _refuse_options("argmax", options)
+        return self._backend.ns.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, *, keepdims=False, **options):
+        """``xp.argmin(x, axis=axis, keepdims=keepdims)``: indices, as ``argmax``."""
+        _refuse_options("argmin", options)
+        return self._backend.ns.argmin(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis=None, dtype=None, **options):
+        """``xp.cumulative_sum(x, axis=axis, dtype=dtype)``; with no axis, of the flattened
+        Variable, as NumPy's (torch's ``x.cumsum(dim)`` names one)."""
+        _refuse_options("cumsum", options)
+        x = self
+        if axis is None:
+            x, axis = (x if x.ndim == 1 else self._backend.ns.reshape(x, (-1,))), 0
+        return self._backend.ns.cumulative_sum(x, axis=axis, dtype=dtype)
+
+    # ------------------------------------------ complex parts, copies, dtypes, Python lists
+    @property
+    def real(self):
+        """The real part, ``xp.real(x)``. A real Variable is its own real part, as in torch
+        (NumPy gives a view of it)."""
+        if not is_complex_dtype(self.dtype):
+            return self
+        return self._backend.ns.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part, ``xp.imag(x)``. Of a real Variable: zeros, as in NumPy (torch
+        refuses), recorded as the imaginary part of ``x + 0j``, so that they require grad as x
+        does and send back an exact zero gradient (a constant would make
+        ``x.imag.sum().backward()`` an error, though its gradient, 0, is well defined)."""
+        ns = self._backend.ns
+        dtype = self.dtype
+        if is_complex_dtype(dtype):
+            return ns.imag(self)
+        if not self._backend.is_inexact(dtype):
+            return ns.zeros_like(self)  # integers and booleans: no gradient to keep
+        parts = ns.imag(ns.astype(self, ns.result_type(dtype, ns.complex64)))
+        return parts if parts.dtype == dtype else ns.astype(parts, dtype)  # float16
+
+    def conj(self) -> "Variable":
+        """``xp.conj(x)``, the complex conjugate (of a real Variable, its values)."""
+        return self._backend.ns.conj(self)
+
+    def clone(self) -> "Variable":
+        """A copy in new memory, recorded (``xp.asarray(x, copy=True)``): gradients flow back
+        to x, as from torch's ``x.clone()``."""
+        return self._backend.ns.asarray(self, copy=True)
+
+    def copy(self) -> "Variable":
+        """NumPy's name for ``clone()``: a recorded copy in new memory."""
+        return self._backend.ns.asarray(self, copy=True)
+
+    def astype(self, dtype, *, copy=True, **options):
+        """``xp.astype(x, dtype, copy=copy)``, recorded (a cast to an integer dtype carries no
+        gradient). ``dtype`` is the backend's, or NumPy's of the same name (``np.float32``,
+        ``"float32"``); Python's ``float``, ``int``, ``complex`` and ``bool`` mean what they
+        mean to NumPy (float64, int64, complex128, bool)."""
+        _refuse_options("astype", options)
+        ns = self._backend.ns
+        return ns.astype(self, _dtype_of(ns, dtype), copy=copy)
+
+    def tolist(self):
+        """The values as (nested) Python lists of numbers, a number for a 0-d Variable, as
+        NumPy's and torch's ``tolist()``. Like ``item()`` and ``float(x)``, it leaves the
+        graph: the numbers carry no gradient."""
+        return self._backend.to_numpy(self.data).tolist()
+
 
 _engine.use_variable_type(Variable)  # the engine wraps values for create_graph through it
 
@@ -801,11 +910,112 @@ def _elementwise(name):
 for _name in ELEMENTWISE_METHODS:
     setattr(Variable, _name, _elementwise(_name))
 
+
+# Names a Variable does not have but users of torch and NumPy type: each reads as an
+# AttributeError saying what to write instead. They are descriptors on the class rather than a
+# __getattr__: a class with __getattr__ loses CPython 3.11's specialised attribute reads, so
+# every x.data, x._backend... of the hot paths read twice as slowly (W1, 2,000 recorded ops:
+# 2 to 4% slower).
+OTHER_NAMES = {
+    "unsqueeze": "torch's x.unsqueeze(dim) is xp.expand_dims(x, axis=dim)",
+    "view": "torch's x.view(shape) is x.reshape(shape)",
+    "expand": "torch's x.expand(*sizes) is xp.broadcast_to(x, shape)",
+    "repeat": "torch's x.repeat(*sizes) is xp.tile(x, sizes); NumPy's a.repeat(n, axis) is "
+              "xp.repeat(x, n, axis=axis)",
+    "numel": "torch's x.numel() is x.size, the standard's number of elements (an int)",
+    "dim": "torch's x.dim() is x.ndim",
+    "ndimension": "torch's x.ndimension() is x.ndim",
+    "t": "torch's x.t() is x.T (x.mT for a stack of matrices)",
+    "double": "torch's x.double() is x.astype(xp.float64)",
+    "float": "torch's x.float() is x.astype(xp.float32)",
+    "long": "torch's x.long() is x.astype(xp.int64)",
+    "int": "torch's x.int() is x.astype(xp.int32)",
+    "bool": "torch's x.bool() is x.astype(xp.bool)",
+    "cumprod": "x.cumprod(axis) is xp.cumulative_prod(x, axis=axis) (of the flattened values, "
+               "NumPy's axis=None: xp.cumulative_prod(x.ravel()))",
+    "dot": "x.dot(y) is x @ y (xp.matmul); xp.vecdot(x, y) conjugates a complex x",
+    "inverse": "torch's x.inverse() is xp.linalg.inv(x)",
+    "unique": "x.unique() is xp.unique_values(x)",
+    "masked_fill": "torch's x.masked_fill(mask, value) is xp.where(mask, value, x)",
+    "conjugate": "x.conjugate() is x.conj()",
+    "requires_grad_": "torch's x.requires_grad_() is x.requires_grad = True",
+    "contiguous": "arrays of the standard have no contiguous(): leave the call out",
+    "cpu": "x.to_device(device) moves a Variable (the backend's device names); "
+           "x.detach().numpy() gives its values as a NumPy array",
+}
+
+
+class _NotAnAttribute:
+    """A name a Variable does not have: reading it raises an AttributeError saying what to
+    write instead; ``hasattr`` is False, as for any missing name, and ``dir()`` omits it."""
+
+    def __init__(self, name, hint):
+        self.name = name
+        self.hint = hint  # a sentence, or a function of the Variable giving one
+        self.__doc__ = f"Not an attribute of Variable: {hint}." if isinstance(hint, str) else \
+            f"Not an attribute of Variable: xp.{name} is the standard's function."
+
+    def __get__(self, variable, owner=None):
+        if variable is None:
+            return self  # the class's own attribute, for help() and inspect
+        hint = self.hint if isinstance(self.hint, str) else self.hint(variable)
+        if "xp." in hint:
+            hint += ", with xp = x.__array_namespace__()"
+        raise AttributeError(f"'Variable' object has no attribute {self.name!r}: {hint}",
+                             name=self.name)
+
+
+def _standard_function(name):
+    """The hint for a function of the standard: ``xp.NAME``, where the backend has it."""
+    family, _, short = name.rpartition(".")
+    call = f"xp.{name}([x, ...])" if name in ("concat", "stack") else f"xp.{name}(x, ...)"
+
+    def hint(variable):
+        backend = getattr(variable, "_backend", None)  # unset on a Variable being unpickled
+        ns = backend.ns if backend is not None else None
+        if ns is None or hasattr(getattr(ns, family, None) if family else ns, short):
+            return f"use {call}"
+        return (f"xp.{name} is a function of the Array API standard, which backend "
+                f"{variable.backend!r} does not provide")
+    return hint
+
+
+for _name, _hint in OTHER_NAMES.items():
+    setattr(Variable, _name, _NotAnAttribute(_name, _hint))
+# Functions of the standard that do not take an array first (xp.zeros(shape)) say nothing.
+_NOT_OF_AN_ARRAY = {"arange", "empty", "eye", "full", "linspace", "ones", "zeros", "isdtype",
+                    "broadcast_shapes", "fft.fftfreq", "fft.rfftfreq"}
+# The rest, xp.argsort, xp.cumulative_sum, xp.linalg.det...: x.argsort says to use it. Top-level
+# names come first (x.matmul names xp.matmul, not xp.linalg.matmul); methods stay.
+for _name in FUNCTIONS:
+    _short = _name.rpartition(".")[2]
+    if _name not in _NOT_OF_AN_ARRAY and not hasattr(Variable, _short):
+        setattr(Variable, _short, _NotAnAttribute(_short, _standard_function(_name)))
+NOT_ATTRIBUTES = frozenset(name for name, value in vars(Variable).items()
+                           if isinstance(value, _NotAnAttribute))
+
 # torch's option names -> the standard's (and NumPy's), which the methods take instead.
 _TORCH_OPTIONS = {"dim": ("axis", ""), "keepdim": ("keepdims", ""), "p": ("ord", ""),
                   "unbiased": ("correction", "; unbiased=True is correction=1")}
 # Options of NumPy or torch the namespace's functions meet under another name in the standard.
 OTHER_SPELLINGS = {**_TORCH_OPTIONS, "ddof": ("correction", "; ddof=1 is correction=1")}
+
+
+_PYTHON_DTYPES = {float: "float64", int: "int64", complex: "complex128", bool: "bool"}
+
+
+def _dtype_of(ns, dtype):
+    """The backend's dtype for what ``astype`` is given: the backend's own, a NumPy dtype or
+    scalar type (by its name), a name of the standard, or a Python type (as NumPy reads it)."""
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise TypeError(f"Variable.astype(): {dtype!r} is not a dtype name of the standard "
+                            f"({', '.join(DTYPES)}); or pass a dtype, such as xp.float64")
+        return getattr(ns, dtype)
+    if isinstance(dtype, type) and dtype in _PYTHON_DTYPES:
+        return getattr(ns, _PYTHON_DTYPES[dtype])
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)
+    return getattr(ns, name, dtype) if isinstance(name, str) and name in DTYPES else dtype
 
 
 def _refuse_options(method, options):

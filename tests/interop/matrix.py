@@ -61,9 +61,10 @@ How each reaches arraygrad:
 
 - **scikit-learn metrics that `return float(...)`** (`r2_score`, `mean_squared_error` with the
   default `multioutput="uniform_average"`, `log_loss`, `brier_score_loss`, `max_error`) give a
-  Python number: `float(v)` and `v.item()` leave the graph, as in PyTorch, so such a metric
-  added to a Variable contributes no gradient. Pass `multioutput="raw_values"` and reduce with
-  `xp.mean`, or write the metric with the namespace.
+  Python number: `float(v)`, `v.item()` and `v.tolist()` leave the graph, as in PyTorch, so
+  such a metric added to a Variable contributes no gradient. Pass
+  `multioutput="raw_values"` and reduce with `xp.mean`, or write the metric with the
+  namespace.
 - **SciPy functions that convert to NumPy in compiled code** (`signal.detrend`,
   `signal.lfilter`, `fft.dct`, `linalg.det`/`inv`/`solve`/`expm`, `ndimage`, the distribution
   objects `stats.norm`) raise the `GradientError` above. Use the standard's equivalent
