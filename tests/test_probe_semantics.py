@@ -77,3 +77,105 @@ def test_setitem_with_repeated_index_arrays_matches_central_differences():
         down[i] -= eps
         numeric[i] = np.sum((f(np, up) - f(np, down)) * g) / (2 * eps)
     np.testing.assert_allclose(x.grad.data, numeric, atol=1e-7)
+
+
+# --------------------------------------------------------------------- views: x[1], x[:, 2:]
+def _central_differences(f, arrays, g, eps=1e-6):
+    """The VJP of ``f`` (run on NumPy arrays, NumPy's own view semantics) by central
+    differences, one array per argument."""
+    grads = []
+    for k, a in enumerate(arrays):
+        grad = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            up, down = [c.copy() for c in arrays], [c.copy() for c in arrays]
+            up[k][i] += eps
+            down[k][i] -= eps
+            grad[i] = np.sum((f(*up) - f(*down)) * g) / (2 * eps)
+        grads.append(grad)
+    return grads
+
+
+def _row_updates(x, y):  # rows of z changed through views, each depending on the previous
+    z = x * 1
+    for i in range(3):
+        row = z[i + 1]
+        row += z[i] * y
+    z[0][1:3] = y[:2] ** 2  # chained assignment: z[0] is a view
+    return z * x
+
+
+def _base_then_view(x, y):  # the base changes after the view was taken, then the view is read
+    z = x * 2
+    v = z[1:3, ::-2]
+    z[2] = y * z[0]
+    z[1, 0] = 7.0
+    return v * x[:2, :3] + z[3, 0]
+
+
+def _view_of_a_view(x, y):
+    z = x * x
+    inner = z[1:][None, :, 2:]
+    inner[0, 1] *= y[:3]
+    middle = z[:, 1]
+    return z + middle[2] * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", [_row_updates, _base_then_view, _view_of_a_view])
+def test_in_place_changes_through_views_reach_the_base_and_back(backend, f):
+    # NumPy's and PyTorch's semantics: basic indexing gives a view; an in-place change of it
+    # changes its base, and a change of the base shows in the view. The reference is the same
+    # function on NumPy arrays, differentiated by central differences.
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal(5)
+    x = Variable(_raw(backend, a), requires_grad=True)
+    y = Variable(_raw(backend, b), requires_grad=True)
+    out = f(x, y)
+    np.testing.assert_allclose(_host(backend, out), f(a.copy(), b.copy()), rtol=1e-12)
+    g = rng.standard_normal(out.shape)
+    out.backward(_raw(backend, g))
+    grad_x, grad_y = _central_differences(f, (a, b), g)
+    np.testing.assert_allclose(_host(backend, x.grad), grad_x, atol=1e-6)
+    np.testing.assert_allclose(_host(backend, y.grad), grad_y, atol=1e-6)
+
+
+def test_chained_assignment_writes_into_a_variable_that_requires_no_grad():
+    z, expected = Variable(np.zeros((2, 3))), np.zeros((2, 3))
+    z[1][2] = 5.0
+    expected[1][2] = 5.0
+    column = z[:, 0]
+    column -= 1.0
+    expected[:, 0] -= 1.0
+    assert z.data.tolist() == expected.tolist() == [[-1.0, 0.0, 0.0], [-1.0, 0.0, 5.0]]
+
+
+def test_a_single_element_is_a_copy_as_in_numpy():
+    # z[1, 2] selects one element: NumPy returns a scalar, a copy, so an accumulator started
+    # from it must not write back into z (torch would; NumPy code relies on it not doing so).
+    z = Variable(np.arange(6.0).reshape(2, 3))
+    total = z[1, 2]
+    total += 100.0
+    assert float(total) == 105.0 and z.data.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_an_in_place_change_of_a_view_of_a_leaf_that_requires_grad_is_refused():
+    w = Variable(np.ones((2, 3)), requires_grad=True)
+    row = w[0, 1:]
+    with pytest.raises(ag.InplaceError, match=r"in-place operation \(\*= on its view \[0, 1:\]\)"):
+        row *= 2.0
+    assert w.data.tolist() == [[1.0] * 3] * 2 and row.data.tolist() == [1.0, 1.0]
+    with ag.no_grad():  # a parameter update: allowed, and it reaches the parameter
+        row -= 0.5
+    assert w.data.tolist() == [[1.0, 0.5, 0.5], [1.0, 1.0, 1.0]]
+    assert w.requires_grad and w.grad_fn is None
+
+
+def test_an_augmented_assignment_to_a_slice_records_one_copy_slices():
+    # z[1:3] += 1 is z.__setitem__(k, z.__getitem__(k).__iadd__(1)): the view z[1:3] writes
+    # itself back on +=, so the __setitem__ that follows has nothing left to do (as PyTorch's
+    # graph: CopySlices of Mul and Add, not a CopySlices of that one).
+    x = Variable(np.ones((3, 2)), requires_grad=True)
+    z = x * 2
+    z[1:3] += 1
+    assert [node.name() for node, _ in z.grad_fn.next_functions] == ["MulBackward", "AddBackward"]
+    assert z.grad_fn.name() == "CopySlicesBackward" and z.data.tolist() == [[2, 2], [3, 3], [3, 3]]
