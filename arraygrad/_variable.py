@@ -359,13 +359,23 @@ class Variable:
             return  # leaves always keep their gradient
         if self._retains_grad:
             return
-        import weakref
-
         node = self.grad_fn
         if node.retained is None:
             node.retained = {}
         node.retained[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
+
+    def _retain_moves(self, node, output_nr):
+        """After an in-place change gave this Variable a new history: ``.grad`` is to be the
+        gradient of its new value, as in PyTorch (hooks keep seeing the old one's)."""
+        if node is not None and node.retained:
+            ref = node.retained.get(output_nr)
+            if ref is not None and ref() is self:
+                del node.retained[output_nr]
+        if self.grad_fn is not None:
+            if self.grad_fn.retained is None:
+                self.grad_fn.retained = {}
+            self.grad_fn.retained[self._output_nr] = weakref.ref(self)
 
     def register_hook(self, hook) -> RemovableHandle:
         """Call ``hook(grad)`` whenever the gradient of this Variable is computed; a hook may
@@ -629,9 +639,12 @@ class Variable:
             requires_grad = False  # zeros: a constant, which passes back no gradient
         self.data = data
         if node is not None or takes_history:
+            old_node, old_nr = self.grad_fn, self._output_nr
             self.grad_fn = node
             self._output_nr = output_nr
             self._requires_grad = requires_grad or (node is not None and self._requires_grad)
+            if self._retains_grad:
+                self._retain_moves(old_node, old_nr)
         if getattr(self, "_views", None):
             self._refresh_views(writer)
         view = getattr(self, "_view", None)
@@ -663,8 +676,11 @@ class Variable:
             view.data = fresh.data
             leaf = view.grad_fn is None and view._requires_grad
             if _grad_mode.state.enabled and not leaf:  # under no_grad only the value changes
+                old_node, old_nr = view.grad_fn, view._output_nr
                 view.grad_fn, view._output_nr = fresh.grad_fn, fresh._output_nr
                 view._requires_grad = fresh._requires_grad
+                if view._retains_grad:
+                    view._retain_moves(old_node, old_nr)
             if getattr(view, "_views", None):
                 view._refresh_views()
 

@@ -179,3 +179,25 @@ def test_an_augmented_assignment_to_a_slice_records_one_copy_slices():
     z[1:3] += 1
     assert [node.name() for node, _ in z.grad_fn.next_functions] == ["MulBackward", "AddBackward"]
     assert z.grad_fn.name() == "CopySlicesBackward" and z.data.tolist() == [[2, 2], [3, 3], [3, 3]]
+
+
+# ------------------------------------------------------------- retain_grad() and in place
+def test_retain_grad_gives_the_gradient_of_the_value_after_an_in_place_change():
+    # PyTorch: .grad of a retained non-leaf is the gradient of its current value, while hooks
+    # registered before the change see the gradient of the value they were registered on.
+    xp = ag.namespace("numpy")
+    v = Variable(np.arange(4.0), requires_grad=True)
+    h = v * 2
+    h.retain_grad()
+    seen = []
+    h.register_hook(lambda g: seen.append(g.data.tolist()))
+    h *= 3  # h = 6 v
+    xp.sum(h * h).backward()
+    assert h.grad.data.tolist() == [0.0, 12.0, 24.0, 36.0]  # 2 h = 12 v
+    assert seen == [[0.0, 36.0, 72.0, 108.0]]  # d/d(2 v) of sum((3 * 2 v) ** 2) = 36 v
+    w = Variable(np.arange(4.0), requires_grad=True)
+    k = w * 2
+    k.retain_grad()
+    k[1] = 7.0
+    xp.sum(k * k).backward()
+    assert k.grad.data.tolist() == [0.0, 14.0, 8.0, 12.0]
