@@ -3,6 +3,7 @@ test pins one behaviour against hand-derived values or central differences (not 
 arraygrad itself computes)."""
 
 import importlib.util
+import warnings
 
 import numpy as np
 import pytest
@@ -201,3 +202,21 @@ def test_retain_grad_gives_the_gradient_of_the_value_after_an_in_place_change():
     k[1] = 7.0
     xp.sum(k * k).backward()
     assert k.grad.data.tolist() == [0.0, 14.0, 8.0, 12.0]
+
+
+# ------------------------------------------------------------------ norms at a zero entry
+def test_vector_norm_below_one_at_a_zero_entry_differentiates_without_a_warning():
+    # d||x||_p/dx_i = sign(x_i) |x_i| ** (p - 1) / ||x|| ** (p - 1), 0 at x_i = 0 (PyTorch);
+    # for x = (4, 0, -1), p = 1/2: ||x|| = (2 + 1) ** 2 = 9, so (3 / 2, 0, -3). The zero
+    # entry's 0 ** (p - 1) is never computed: no RuntimeWarning, and no NaN at second order.
+    xp = ag.namespace("numpy")
+    x = Variable(np.array([4.0, 0.0, -1.0]), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (grad,) = ag.autograd.grad(xp.linalg.vector_norm(x, ord=0.5), x, create_graph=True)
+        np.testing.assert_allclose(grad.data, [1.5, 0.0, -3.0], rtol=1e-14)
+        (second,) = ag.autograd.grad(grad[0], x)
+    # grad[0] = |x_0| ** -1/2 N ** 1/2 with N = ||x||: d/dx_0 = -1/2 |x_0| ** -3/2 N ** 1/2 +
+    # |x_0| ** -1/2 N ** -1/2 / 2 * dN/dx_0 = -3/16 + 1/8; d/dx_2 = (1/2) (1/6) (-3); and 0
+    # at the zero entry, whose first derivative is the constant 0.
+    np.testing.assert_allclose(second.data, [-1 / 16, 0.0, -1 / 4], rtol=1e-14)
