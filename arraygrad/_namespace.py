@@ -823,6 +823,8 @@ def _install_specials(ns, backend, recorders):
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
 
     def _setitem(x, key, value):
+        if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
+            key = _list_key(key)  # as in _getitem: the rule sees repeated positions
         return setitem(x, value, key=key)
 
     to_device = _Recorder(backend, "to_device", raw_to_device, RULES["to_device"])

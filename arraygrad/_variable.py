@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import sys
 import warnings
+import weakref
 
 from . import _engine, _grad_mode, _numpy_protocol
 from ._plugins import get_backend, registry
@@ -67,6 +68,33 @@ def _holds_variable(values) -> bool:
                for v in values)
 
 
+def _selects_a_view(key) -> bool:
+    """Whether ``x[key]`` is basic indexing, a view in NumPy and PyTorch: integers, slices,
+    ``None`` and ``...``, with no index array, list or boolean."""
+    for part in key if key.__class__ is tuple else (key,):
+        if part is None or part is Ellipsis or part.__class__ is int or part.__class__ is slice:
+            continue
+        if getattr(part, "ndim", None) == 0 and "int" in str(getattr(part, "dtype", "")):
+            continue  # a NumPy integer, a 0-d integer array: an integer
+        return False
+    return True
+
+
+def _base(view):
+    """The base of a view's link ``(base or a weak reference to it, key)``; None if dead."""
+    base = view[0]
+    return base() if base.__class__ is weakref.ref else base
+
+
+def _describe_key(key) -> str:
+    parts = key if key.__class__ is tuple else (key,)
+    return ", ".join("..." if part is Ellipsis else "None" if part is None else
+                     ":".join("" if n is None else str(n) for n in (
+                         (part.start, part.stop) if part.step is None else
+                         (part.start, part.stop, part.step)))
+                     if part.__class__ is slice else str(part) for part in parts)
+
+
 class Variable:
     """A differentiable wrapper of an Array API array.
 
@@ -81,7 +109,8 @@ class Variable:
     """
 
     __slots__ = ("data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
-                 "_hooks", "_retains_grad", "_accumulator", "__weakref__")
+                 "_hooks", "_retains_grad", "_accumulator", "__weakref__",
+                 "_view", "_views")  # unset unless a view: see __getitem__
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
@@ -331,13 +360,23 @@ class Variable:
             return  # leaves always keep their gradient
         if self._retains_grad:
             return
-        import weakref
-
         node = self.grad_fn
         if node.retained is None:
             node.retained = {}
         node.retained[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
+
+    def _retain_moves(self, node, output_nr):
+        """After an in-place change gave this Variable a new history: ``.grad`` is to be the
+        gradient of its new value, as in PyTorch (hooks keep seeing the old one's)."""
+        if node is not None and node.retained:
+            ref = node.retained.get(output_nr)
+            if ref is not None and ref() is self:
+                del node.retained[output_nr]
+        if self.grad_fn is not None:
+            if self.grad_fn.retained is None:
+                self.grad_fn.retained = {}
+            self.grad_fn.retained[self._output_nr] = weakref.ref(self)
 
     def register_hook(self, hook) -> RemovableHandle:
         """Call ``hook(grad)`` whenever the gradient of this Variable is computed; a hook may
@@ -569,9 +608,15 @@ class Variable:
                 f"a leaf Variable that requires grad is used in an in-place operation ({op}). "
                 "Update parameters inside `with arraygrad.no_grad():`, or compute out of place "
                 "(y = x + 1; with array-api-extra, at(x)[i].set(v, copy=True)).")
+        view = getattr(self, "_view", None)
+        if view is not None and _grad_mode.state.enabled:  # the write will reach the base
+            base = _base(view)
+            if base is not None:
+                base._inplace_check(f"{op} on its view [{_describe_key(view[1])}]")
 
-    def _inplace_assign(self, result, op):
-        """Make ``self`` take ``result``'s value and history (copy-on-write)."""
+    def _inplace_assign(self, result, op, writer=None):
+        """Make ``self`` take ``result``'s value and history (copy-on-write); ``writer``: the
+        view of ``self`` whose in-place change this is."""
         if isinstance(result, Variable):
             data, node, output_nr = result.data, result.grad_fn, result._output_nr
             requires_grad = result._requires_grad
@@ -599,9 +644,50 @@ class Variable:
             requires_grad = False  # zeros: a constant, which passes back no gradient
         self.data = data
         if node is not None or takes_history:
+            old_node, old_nr = self.grad_fn, self._output_nr
             self.grad_fn = node
             self._output_nr = output_nr
             self._requires_grad = requires_grad or (node is not None and self._requires_grad)
+            if self._retains_grad:
+                self._retain_moves(old_node, old_nr)
+        if getattr(self, "_views", None):
+            self._refresh_views(writer)
+        view = getattr(self, "_view", None)
+        if view is not None:  # a view: the write reaches its base, as in NumPy and PyTorch
+            base = _base(view)
+            if base is not None:
+                base._inplace_assign(base._backend.ns._setitem(base, view[1], self), op,
+                                     writer=self)
+
+    # Views. Basic indexing (integers, slices, None, ...) that keeps at least one axis gives a
+    # view, as in NumPy and PyTorch: an in-place change of the view reaches its base (recorded
+    # as base[key] = view), and one of the base reaches its live views (recorded as base[key]).
+    # The values stay copy-on-write; only these links make them behave as shared memory.
+    @staticmethod
+    def _add_view(views, view):
+        n = len(views)
+        if n >= 8 and not n & (n - 1):  # drop dead ones at powers of two: amortized O(1)
+            views[:] = [ref for ref in views if ref() is not None]
+        views.append(weakref.ref(view))
+
+    def _refresh_views(self, writer=None):
+        """Give this Variable's live views (but ``writer``, which made the change) its new
+        values: ``view = self[key]``, recorded while grad mode is on."""
+        for ref in list(self._views):
+            view = ref()
+            if view is None or view is writer:
+                continue
+            fresh = self._backend.ns._getitem(self, view._view[1])
+            view.data = fresh.data
+            leaf = view.grad_fn is None and view._requires_grad
+            if _grad_mode.state.enabled and not leaf:  # under no_grad only the value changes
+                old_node, old_nr = view.grad_fn, view._output_nr
+                view.grad_fn, view._output_nr = fresh.grad_fn, fresh._output_nr
+                view._requires_grad = fresh._requires_grad
+                if view._retains_grad:
+                    view._retain_moves(old_node, old_nr)
+            if getattr(view, "_views", None):
+                view._refresh_views()
 
     def _inplace(self, name, other, op):
         self._inplace_check(op)
@@ -610,12 +696,26 @@ class Variable:
         return self
 
     def __setitem__(self, key, value):
+        view = getattr(value, "_view", None) if value.__class__ is Variable else None
+        if view is not None and view[1] is key and _base(view) is self:
+            return  # x[key] op= y: the view x[key] has already written itself back
         self._inplace_check("__setitem__")
         result = self._backend.ns._setitem(self, key, value)
         self._inplace_assign(result, "__setitem__")
 
     def __getitem__(self, key):
-        return self._backend.ns._getitem(self, key)
+        result = self._backend.ns._getitem(self, key)
+        if (key.__class__ is slice or key.__class__ is int or _selects_a_view(key)) \
+                and result.data.ndim:
+            # A view holds its base weakly (nothing else sees a dead base), but a view of a
+            # view holds that one (z[1:][0] must reach z through the temporary z[1:]).
+            result._view = (self if getattr(self, "_view", None) else weakref.ref(self), key)
+            views = getattr(self, "_views", None)
+            if views is None:
+                self._views = [weakref.ref(result)]
+            else:
+                self._add_view(views, result)
+        return result
 
     # ------------------------------------------------ the methods NumPy and torch users type
     # Each one is the namespace's function of the same meaning, recorded as that function is

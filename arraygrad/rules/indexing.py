@@ -54,9 +54,30 @@ def vjp_setitem_x(xp, g, *, key):
     return set_index(xp, g if g is _scratch.grad else g * 1, key, 0)
 
 
+def _has_integer_arrays(key) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(hasattr(part, "shape") and "bool" not in str(part.dtype) for part in parts)
+
+
+def vjp_setitem_value(xp, g, *, key):
+    grad = get_index(g, key)
+    if not _has_integer_arrays(key):  # slices and masks write each element once
+        return grad
+    # An integer array may repeat a position (x[[0, 0]] = v): one of the writes stays there
+    # (NumPy: the last), and only the value written by it reaches the output. Which one, the
+    # backend says: write each value's own number with the same key, and read it back.
+    size = 1
+    for n in grad.shape:
+        size *= n
+    numbers = xp.reshape(xp.arange(size, device=device_of(grad)), tuple(grad.shape))
+    written = set_index(xp, xp.full(tuple(g.shape), -1, dtype=numbers.dtype,
+                                    device=device_of(grad)), key, numbers)
+    return xp.where(get_index(written, key) == numbers, grad, xp.zeros_like(grad))
+
+
 # Gathers and copy-slices are linear: their JVP is themselves, applied to the tangents.
 defvjp("getitem", vjp_getitem, params="key", jvps=LINEAR)
-defvjp("setitem", vjp_setitem_x, lambda xp, g, *, key: get_index(g, key), arrays="x value",
+defvjp("setitem", vjp_setitem_x, vjp_setitem_value, arrays="x value",
        params="key",
        jvps=LINEAR)
 defvjp("take", lambda xp, g, x_shape, indices, *, axis=None: vjp_gather(

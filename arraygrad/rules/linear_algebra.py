@@ -55,8 +55,10 @@ def vjp_vector_norm(xp, g, x, ans, *, axis=None, keepdims=False, ord=2):
     elif ord == 1:
         grad = g * _sgn(xp, x)
     else:
-        magnitude = xp.abs(x)  # PyTorch: 0 at a zero entry, also for ord < 1 (not 0 * inf)
-        scale = xp.where(magnitude == 0, xp.zeros_like(magnitude), magnitude ** (ord - 1))
+        magnitude = xp.abs(x)  # PyTorch: 0 at a zero entry, also for ord < 1 (not 0 * inf);
+        zero = magnitude == 0  # 0 ** (ord - 1) is not computed there (a warning, and NaN in
+        safe_magnitude = xp.where(zero, xp.ones_like(magnitude), magnitude)  # second order)
+        scale = xp.where(zero, xp.zeros_like(magnitude), safe_magnitude ** (ord - 1))
         grad = g * _sgn(xp, x) * scale / safe ** (ord - 1)
     return xp.where(ans == 0, xp.zeros_like(grad), grad)  # PyTorch: 0 at a zero norm
 
