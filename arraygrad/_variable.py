@@ -397,7 +397,9 @@ class Variable:
         return handle
 
     def zero_(self) -> "Variable":
-        """Fill with zeros in place (typically ``x.grad.zero_()``)."""
+        """Fill with zeros in place (typically ``x.grad.zero_()``). On a leaf that requires
+        grad, only under ``no_grad()``, as any in-place change of one (PyTorch's rule)."""
+        self._inplace_check("zero_()")
         self._inplace_assign(self._backend.raw.zeros_like(self.data), "zero_()")
         return self
 

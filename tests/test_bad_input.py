@@ -268,6 +268,18 @@ def test_zero_on_a_non_leaf_makes_a_constant():
     xp.sum(x * x * x).backward()
     assert np.allclose(x.grad.data, 3 * x.data ** 2)
 
+def test_zero_on_a_leaf_that_requires_grad_only_under_no_grad():
+    """PyTorch's rule for every in-place change of such a leaf: ``w.zero_()`` raises, and
+    works inside ``no_grad()``, where parameters are updated."""
+    w = ag.Variable(np.array([0.5, 1.5, -2.0]), requires_grad=True)
+    with pytest.raises(ag.InplaceError, match=r"zero_\(\).*no_grad"):
+        w.zero_()
+    assert np.array_equal(w.data, [0.5, 1.5, -2.0])
+    with ag.no_grad():
+        w.zero_()
+    assert w.is_leaf and w.requires_grad and not np.any(w.data)
+
+
 def test_to_refuses_what_is_not_a_backend():
     with pytest.raises(TypeError, match=r"to\(\) takes a backend name"):
         ag.Variable(np.ones(2)).to(None)
