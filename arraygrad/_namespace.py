@@ -203,8 +203,9 @@ class _Recorder:
                 raise TypeError(
                     f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
                     f"API standard, and arraygrad's rule for {self.name} does not read it, so the "
-                    "gradient would silently ignore it. Leave it out, or call the function on "
-                    "detached values (x.detach()) where no gradient is needed.")
+                    "gradient would silently ignore it. " + _OPTION_ADVICE.get(
+                        (self.name, key), "Leave it out, or call the function on detached "
+                        "values (x.detach()) where no gradient is needed."))
             kind = value.__class__
             if kind in _OPTION_TYPES or key in arrays or key == "key" or (
                     kind is tuple and all(item.__class__ is int for item in value)):
@@ -446,6 +447,12 @@ def _pack(out, results):
 
 
 _OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
+# What to do instead of a library's own option, where leaving it out changes the result.
+_OPTION_ADVICE = {
+    ("linalg.svd", "compute_uv"): "For the singular values alone, call linalg.svdvals(x), "
+                                  "which has a gradient; or call linalg.svd on detached values "
+                                  "(x.detach()) where no gradient is needed.",
+}
 
 
 def _plain_options(args, kwargs, reads) -> bool:
