@@ -130,7 +130,7 @@ class _Recorder:
         if kind is Variable:
             if value._backend is not self.backend:
                 raise mixed_backends(self.backend, value._backend, self.name)
-            return value.data
+            return value._data  # (the slot: .data is a checked property)
         if kind in _PASSED:
             return value
         if _owners.get(kind) is self.backend:  # our array
@@ -271,7 +271,7 @@ class _Recorder:
                     len(outs) if multiple else 1)
         results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
         for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
-            if not backend.is_inexact(result.data.dtype):
+            if not backend.is_inexact(result._data.dtype):
                 result.grad_fn, result._requires_grad = None, False
         return _pack(out, results) if multiple else results[0]
 
@@ -489,7 +489,7 @@ def _one_array_fast(recorder):
                 (args or kwargs) and (len(args) > options or
                                       not _plain_options(args, kwargs, reads))):
             return general(x, *args, **kwargs)
-        data = x.data
+        data = x._data
         if in_place and not (args or kwargs) and (x.grad_fn or not x._requires_grad) and (
                 temporary_argument(x, data)):  # xp.exp(a - b): into the temporary a - b
             out = raw_function(data, out=data)
@@ -569,9 +569,9 @@ def _binary_fast(recorder, raw_function, reflected=False):
         if reflected:
             a, b = b, a
         # operand() checks backends and raw arrays; Variables of ours and Python numbers skip it.
-        ra = a.data if a.__class__ is Variable and a._backend is backend else (
+        ra = a._data if a.__class__ is Variable and a._backend is backend else (
             a if a.__class__ in _NUMBERS else operand(a, 0))
-        rb = b.data if b.__class__ is Variable and b._backend is backend else (
+        rb = b._data if b.__class__ is Variable and b._backend is backend else (
             b if b.__class__ in _NUMBERS else operand(b, 1))
         out = raw_function(ra, rb)
         if out.__class__ not in plain:
