@@ -665,6 +665,21 @@ def _closed_over(roots, arguments):
     return None
 
 
+def _refuse_closure(roots, arguments, what, name, rule):
+    """Raise if ``roots`` (what ``what``, a custom_vjp's fwd or a custom_jvp's function or jvp
+    rule, returned) depend on a Variable requiring grad other than through ``arguments``:
+    ``rule`` (its bwd, its jvp rule) gives derivatives for the arguments only, so the gradient
+    of that closed-over Variable would be silently lost."""
+    closed = _closed_over(roots, arguments)
+    if closed is not None:
+        raise BackwardError(
+            f"{what} closes over a Variable that requires grad (shape {tuple(closed.shape)}, "
+            f"dtype {closed.dtype}) and is not one of its arguments: {rule} gives derivatives "
+            f"for the arguments only, so its gradient would be silently lost (JAX raises here "
+            f"too). Pass it to {name} as an argument (and give its derivative in {rule}), or "
+            "use .detach() on it if it is a constant")
+
+
 class _Custom:
     """What ``custom_vjp`` and ``custom_jvp`` share: the wrapped function, and a call that runs
     the rule's Function once its ``def...`` has been given."""
@@ -754,14 +769,7 @@ def _vjp_function(custom):
         kept = []
         ctx.rebuild = _flatten(residuals, kept)
         outs = _output_leaves(ctx, call, out)
-        closed = _closed_over((*outs, *kept), leaves)
-        if closed is not None:
-            raise BackwardError(
-                f"custom_vjp function {name} closes over a Variable that requires grad (shape "
-                f"{tuple(closed.shape)}, dtype {closed.dtype}) and is not one of its "
-                f"arguments: bwd gives gradients for the arguments only, so its gradient would "
-                f"be silently lost (JAX raises here too). Pass it to {name} as an argument (and "
-                "return its gradient from bwd), or use .detach() on it if it is a constant")
+        _refuse_closure((*outs, *kept), leaves, f"custom_vjp function {name}", name, "bwd")
         ctx.save_for_backward(*kept)
         return outs
 
@@ -825,7 +833,9 @@ def _jvp_function(custom):
         ctx.arrays = [isinstance(a, Variable) or _is_array(a) for a in leaves]
         ctx.static = [None if array else a for a, array in zip(leaves, ctx.arrays)]
         ctx.save_for_backward(*[a for a, array in zip(leaves, ctx.arrays) if array])
-        return _output_leaves(ctx, call, fun(*args))
+        outs = _output_leaves(ctx, call, fun(*args))  # recorded, to see what it closes over
+        _refuse_closure(outs, leaves, f"custom_jvp function {name}", name, "the jvp rule")
+        return outs
 
     def primals(ctx):
         saved = iter(ctx.saved_values)
@@ -865,6 +875,8 @@ def _jvp_function(custom):
                   for x, need in zip(xs, needs)]
             with _GradMode(True):
                 outs = tangent_out(call, xs, ts)
+            _refuse_closure(outs, (*xs, *ts), f"custom_jvp function {name}'s jvp rule", name,
+                            "the jvp rule")
             wrt = [t for t, need in zip(ts, needs) if need]
             pairs = [(o, g) for o, g in zip(outs, gs)
                      if isinstance(o, Variable) and o.requires_grad]
@@ -889,7 +901,7 @@ def _jvp_function(custom):
 
     op = type(name, (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),
-        "jvp": staticmethod(jvp),
+        "jvp": staticmethod(jvp), "_record_forward": True,
         "_describe": staticmethod(lambda method: f"custom_jvp function {name}'s " + (
             "transposed jvp rule" if method == "backward" else f"{method} rule")),
         "_signature_of": staticmethod(lambda: fun)})

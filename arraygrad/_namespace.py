@@ -130,7 +130,7 @@ class _Recorder:
         if kind is Variable:
             if value._backend is not self.backend:
                 raise mixed_backends(self.backend, value._backend, self.name)
-            return value.data
+            return value._data  # (the slot: .data is a checked property)
         if kind in _PASSED:
             return value
         if _owners.get(kind) is self.backend:  # our array
@@ -203,8 +203,9 @@ class _Recorder:
                 raise TypeError(
                     f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
                     f"API standard, and arraygrad's rule for {self.name} does not read it, so the "
-                    "gradient would silently ignore it. Leave it out, or call the function on "
-                    "detached values (x.detach()) where no gradient is needed.")
+                    "gradient would silently ignore it. " + _OPTION_ADVICE.get(
+                        (self.name, key), "Leave it out, or call the function on detached "
+                        "values (x.detach()) where no gradient is needed."))
             kind = value.__class__
             if kind in _OPTION_TYPES or key in arrays or key == "key" or (
                     kind is tuple and all(item.__class__ is int for item in value)):
@@ -270,7 +271,7 @@ class _Recorder:
                     len(outs) if multiple else 1)
         results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
         for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
-            if not backend.is_inexact(result.data.dtype):
+            if not backend.is_inexact(result._data.dtype):
                 result.grad_fn, result._requires_grad = None, False
         return _pack(out, results) if multiple else results[0]
 
@@ -446,6 +447,12 @@ def _pack(out, results):
 
 
 _OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
+# What to do instead of a library's own option, where leaving it out changes the result.
+_OPTION_ADVICE = {
+    ("linalg.svd", "compute_uv"): "For the singular values alone, call linalg.svdvals(x), "
+                                  "which has a gradient; or call linalg.svd on detached values "
+                                  "(x.detach()) where no gradient is needed.",
+}
 
 
 def _plain_options(args, kwargs, reads) -> bool:
@@ -482,7 +489,7 @@ def _one_array_fast(recorder):
                 (args or kwargs) and (len(args) > options or
                                       not _plain_options(args, kwargs, reads))):
             return general(x, *args, **kwargs)
-        data = x.data
+        data = x._data
         if in_place and not (args or kwargs) and (x.grad_fn or not x._requires_grad) and (
                 temporary_argument(x, data)):  # xp.exp(a - b): into the temporary a - b
             out = raw_function(data, out=data)
@@ -562,9 +569,9 @@ def _binary_fast(recorder, raw_function, reflected=False):
         if reflected:
             a, b = b, a
         # operand() checks backends and raw arrays; Variables of ours and Python numbers skip it.
-        ra = a.data if a.__class__ is Variable and a._backend is backend else (
+        ra = a._data if a.__class__ is Variable and a._backend is backend else (
             a if a.__class__ in _NUMBERS else operand(a, 0))
-        rb = b.data if b.__class__ is Variable and b._backend is backend else (
+        rb = b._data if b.__class__ is Variable and b._backend is backend else (
             b if b.__class__ in _NUMBERS else operand(b, 1))
         out = raw_function(ra, rb)
         if out.__class__ not in plain:

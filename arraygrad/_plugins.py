@@ -207,6 +207,12 @@ class Backend:
         info = getattr(self.raw, "__array_namespace_info__", None)
         return tuple(info().devices()) if info is not None else ()
 
+    def overrides_rules(self) -> bool:
+        """Whether this backend's plugin implements ``arraygrad_rule_override`` (asked for
+        every op when the namespace is built)."""
+        return any(impl.plugin is self.plugin
+                   for impl in self._hook.arraygrad_rule_override.get_hookimpls())
+
     def rule_override(self, op: str):
         """The rule of ``op`` that this backend's plugin puts in place of the built-in one."""
         rule = self.spec.rules.get(op)
@@ -493,7 +499,13 @@ def backends() -> list[BackendInfo]:
     for name, backend in sorted(registry.backends.items()):
         label = registry.pm.get_name(backend.plugin) or ""
         try:
-            infos.append(BackendInfo(name, True, "", backend.version(), backend.devices(), label))
+            info = BackendInfo(name, True, "", backend.version(), backend.devices(), label)
+            if backend._ns is None and backend.overrides_rules():
+                # Its hook is asked op by op when the namespace is built, and a raising one
+                # breaks the plugin: build it now (a few ms), so that the listing says so.
+                # Backends without the hook keep their namespaces unbuilt.
+                backend.ns
+            infos.append(info)
         except Exception as exc:
             reason = str(exc).split(": ", 1)[-1] if isinstance(exc, BackendUnavailable) else f"{type(exc).__name__}: {exc}"
             infos.append(BackendInfo(name, False, reason, plugin=label))

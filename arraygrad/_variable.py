@@ -7,6 +7,7 @@ backend, which records the operation when a gradient is needed.
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 import warnings
 import weakref
@@ -19,6 +20,38 @@ from .rules import is_complex_dtype
 
 _volatile_warned = False  # the constructor's volatile= warning, given once
 _volatile_read_warned = False  # reading Variable.volatile, warned once
+
+
+def _assignable(variable, value):
+    """``value`` as ``variable.data``, or an error naming what it is and what to assign."""
+    backend = variable._backend
+    if isinstance(value, Variable):
+        value = value._data  # its array, as Variable(w) takes it
+    owner = registry.of(value)
+    if owner is not backend:
+        kind = type(value)
+        name = kind.__qualname__ if kind.__module__ == "builtins" else (
+            f"{kind.__module__}.{kind.__qualname__}")
+        if owner is None:
+            got = f"a {name}"
+            what = (f"assign an array of that backend (xp.asarray(value), with xp = "
+                    f"arraygrad.namespace({backend.name!r}))")
+        else:
+            got = f"an array of backend {owner.name!r} ({name})"
+            what = (f"a Variable holds arrays of one backend: make a new Variable of it "
+                    f"(arraygrad.Variable(array)), or move this one first (v = "
+                    f"v.to({owner.name!r}))")
+        raise BackendError(f"Variable.data must be an array of backend {backend.name!r} (the "
+                           f"Variable's), got {got}: {what}")
+    value = backend.coerce(backend.untracked(value, "Variable.data"))
+    if variable._requires_grad and not backend.is_inexact(value.dtype):
+        undo = ("set v.requires_grad = False first" if variable.grad_fn is None else
+                "take v.detach() to hold it")
+        raise GradientError(
+            f"Variable.data: this Variable requires grad, so its data must be floating-point or "
+            f"complex, got dtype {value.dtype}: its gradients would be cast to that dtype "
+            f"(truncated). Assign a floating array (xp.astype(a, xp.float64)), or {undo}")
+    return value
 
 
 class RemovableHandle:
@@ -108,7 +141,7 @@ class Variable:
         Only floating-point and complex arrays can require grad.
     """
 
-    __slots__ = ("data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
+    __slots__ = ("_data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
                  "_hooks", "_retains_grad", "_accumulator", "__weakref__",
                  "_view", "_views")  # unset unless a view: see __getitem__
     __array_priority__ = 1000
@@ -143,7 +176,7 @@ class Variable:
             data = backend.coerce(backend.untracked(data, "Variable()"))
         if backend.operators is None:
             backend.ns  # build the namespace, which Variable's operators use
-        self.data = data
+        self._data = data
         self.grad_fn = None
         self._backend = backend
         self._output_nr = 0
@@ -159,7 +192,7 @@ class Variable:
     def _make(cls, data, backend, grad_fn, output_nr, requires_grad=True):
         """Wrap a raw result without checks (the namespace's fast path)."""
         self = cls.__new__(cls)
-        self.data = data
+        self._data = data
         self.grad_fn = grad_fn
         self._backend = backend
         self._output_nr = output_nr
@@ -169,6 +202,18 @@ class Variable:
         self._retains_grad = False
         self._accumulator = None
         return self
+
+    # ``data`` is a property over the slot ``_data`` so that assigning it is checked: what the
+    # Variable cannot hold is refused here, not met later far from the assignment (an integer
+    # array's gradients were silently truncated). The per-op paths (the namespace's recorders,
+    # the array attributes below) read the slot itself; reading ``.data`` costs a C getter.
+    def _set_data(self, value):
+        self._data = _assignable(self, value)
+
+    data = property(operator.attrgetter("_data"), _set_data, doc=(
+        "The raw backend array. Assignable, as in PyTorch (another shape or floating dtype, "
+        "outside the graph), with an array of the Variable's backend, floating-point or "
+        "complex where it requires grad."))
 
     # ---------------------------------------------------------------- autograd attributes
     @property
@@ -475,15 +520,15 @@ class Variable:
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def device(self):
-        device = getattr(self.data, "device", None)
+        device = getattr(self._data, "device", None)
         if device is None and "array_api_compat" in sys.modules:
             # dask arrays have no .device: array-api-compat's answer ("cpu"), which libraries
             # built on it expect; None (every function's default device) when it is not in use.
@@ -492,7 +537,7 @@ class Variable:
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self):
@@ -500,7 +545,7 @@ class Variable:
         is ``y.shape`` here); None where the backend does not know a length yet (dask)."""
         # From the shape: dask's unknown sizes are nan.
         size = 1
-        for n in self.data.shape:
+        for n in self._data.shape:
             if n is None or n != n:
                 return None
             size *= n
@@ -644,7 +689,7 @@ class Variable:
                     "out of place on a detached value (y = x.detach() // 2), or inside "
                     "`with arraygrad.no_grad():` if its graph should stay as it is.")
             requires_grad = False  # zeros: a constant, which passes back no gradient
-        self.data = data
+        self._data = data  # (a result of this backend, of this dtype and shape: no check)
         if node is not None or takes_history:
             old_node, old_nr = self.grad_fn, self._output_nr
             self.grad_fn = node

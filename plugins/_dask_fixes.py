@@ -68,7 +68,9 @@ class Namespace:
 class Linalg:
     """array-api-compat's dask ``linalg``, whose ``cholesky`` passes dask's default through:
     the *upper* factor. The standard's is the lower one unless ``upper=True``. Its ``inv``
-    solves against a float64 identity, so a float32 input gave a float64 inverse."""
+    solves against a float64 identity, so a float32 input gave a float64 inverse. Its ``svd``
+    refuses the standard's default ``full_matrices=True`` even where it changes nothing (a
+    square matrix), and its ``svdvals`` calls that default, so it always raised."""
 
     def __init__(self, linalg):
         self._linalg = linalg
@@ -86,6 +88,68 @@ class Linalg:
 
     def inv(self, x, /):
         return self._linalg.inv(x).astype(x.dtype, copy=False)  # keep float32 (complex64)
+
+    def svd(self, x, /, *, full_matrices=True, compute_uv=True):
+        # compute_uv: NumPy's option, accepted as array-api-compat's NumPy svd accepts it (the
+        # singular values alone); arraygrad's namespace refuses it where a gradient is recorded.
+        m, n = x.shape[-2:]
+        if full_matrices and m != n and compute_uv:
+            raise ValueError(
+                f"linalg.svd on dask: full_matrices=True (the standard's default) of a {m}x{n} "
+                f"matrix is not supported: dask computes the reduced SVD only (U of shape "
+                f"({m}, {min(m, n)}), Vh of shape ({min(m, n)}, {n})). Pass "
+                "full_matrices=False, or call linalg.svdvals(x) for the singular values alone")
+        u, s, vh = _reduced_svd(x)
+        return s if not compute_uv else self._linalg.SVDResult(u, s, vh)
+
+    def svdvals(self, x, /):
+        return _reduced_svd(x)[1]  # dask computes U and Vh too (its SVD is a tall QR first)
+
+    # array-api-compat's matrix_norm (2, -2, 'nuc') and matrix_rank call dask's own SVD, so a
+    # matrix chunked along both axes, or a stack, failed, and matrix_rank asked it for NumPy's
+    # compute_uv: both take the singular values from svdvals above.
+    def matrix_norm(self, x, /, *, keepdims=False, ord="fro"):
+        if ord not in (2, -2, "nuc"):
+            return self._linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+        s = self.svdvals(x)
+        norm = s.max(axis=-1) if ord == 2 else s.min(axis=-1) if ord == -2 else s.sum(axis=-1)
+        return norm[..., None, None] if keepdims else norm
+
+    def matrix_rank(self, x, /, *, rtol=None):
+        import dask.array
+        import numpy
+
+        if x.ndim < 2:
+            raise ValueError(f"linalg.matrix_rank takes a matrix or a stack of them, got an "
+                             f"array of shape {tuple(x.shape)}")
+        s = self.svdvals(x)
+        if rtol is None:
+            rtol = max(x.shape[-2:]) * numpy.finfo(s.dtype).eps
+        tol = s.max(axis=-1, keepdims=True) * dask.array.asarray(rtol)[..., None]
+        return dask.array.count_nonzero(s > tol, axis=-1)
+
+
+def _reduced_svd(x):
+    """dask's reduced SVD of a matrix or a stack of them, in any chunks. dask's own takes a
+    2-D array chunked along one axis only (tall-and-skinny or short-and-fat): a matrix chunked
+    along both is rechunked so that its shorter side is one chunk (dask then needs that side
+    squared on one worker however the matrix is chunked); a stack has its matrices made one
+    chunk each, and NumPy's svd (NEP 18: the chunks' library) runs on each block."""
+    import dask.array
+    import numpy
+
+    if x.ndim == 2:
+        if min(x.numblocks) > 1:
+            x = x.rechunk({1: -1} if x.shape[0] >= x.shape[1] else {0: -1})
+        return dask.array.linalg.svd(x, coerce_signs=False)
+    if x.ndim < 2:
+        raise ValueError(f"linalg.svd on dask takes a matrix or a stack of them, got an array "
+                         f"of shape {tuple(x.shape)}")
+    k = min(x.shape[-2:])
+    return dask.array.apply_gufunc(
+        numpy.linalg.svd, "(m,n)->(m,k),(k),(k,n)", x, full_matrices=False,
+        output_sizes={"k": k}, allow_rechunk=True,
+        output_dtypes=(x.dtype, numpy.empty((), x.dtype).real.dtype, x.dtype))
 
 
 class SingleChunkFFT:

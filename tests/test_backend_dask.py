@@ -260,3 +260,67 @@ def test_the_linear_algebra_cases_of_the_conformance_suite_pass_on_dask():
     assert not failures
     ran = {r.case.id for r in results if r.status == "pass"}
     assert {"linalg.cholesky[3x3]", "linalg.cholesky[upper]", "linalg.svd[2x3]"} <= ran
+
+
+SVD_CHUNKINGS = {  # dask's own SVD takes a 2-D array chunked along one axis only
+    "tall-and-skinny": ((8, 3), (4, 3)),
+    "short-and-fat": ((3, 8), (3, 4)),
+    "square, both axes chunked": ((6, 6), (3, 3)),
+    "tall, both axes chunked": ((8, 3), (4, 2)),
+    "one chunk": ((5, 4), (5, 4)),
+    "stack of matrices": ((2, 5, 3), (1, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("chunking", SVD_CHUNKINGS)
+def test_svd_svdvals_and_svd_norms_on_dask_in_any_chunks_agree_with_numpy(chunking):
+    """array-api-compat's dask svdvals always raised (it asks dask for full_matrices=True), and
+    dask's SVD refused matrices chunked along both axes and stacks; all now give NumPy's values
+    and gradients, lazily."""
+    shape, chunks = SVD_CHUNKINGS[chunking]
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape)
+    weights, mixing = rng.standard_normal(min(shape[-2:])), rng.standard_normal(shape)
+    square = shape[-1] == shape[-2]
+
+    def losses(xp, x):
+        U, S, Vh = xp.linalg.svd(x, full_matrices=square)  # the default, where dask can
+        yield "svdvals", xp.sum(xp.linalg.svdvals(x) * weights)
+        yield "svd", xp.sum(S * weights) + xp.sum(((U * S[..., None, :]) @ Vh) * mixing)
+        for ord in (2, -2, "nuc"):
+            yield f"matrix_norm {ord}", xp.sum(xp.linalg.matrix_norm(x, ord=ord, keepdims=True))
+
+    ours = ag.Variable(da.from_array(a, chunks=chunks), requires_grad=True)
+    reference = ag.Variable(a, requires_grad=True)
+    with ComputeCounter() as counter:
+        found = list(losses(ag.namespace(NAME), ours))
+        for _, loss in found:
+            loss.backward()
+        assert counter.count == 0, f"{chunking}: forward or backward computed"
+    expected = list(losses(ag.namespace("numpy"), reference))
+    for (what, loss), (_, value) in zip(found, expected):
+        value.backward()
+        np.testing.assert_allclose(loss.data.compute(), value.data, rtol=1e-10, err_msg=what)
+    np.testing.assert_allclose(ours.grad.data.compute(), reference.grad.data, rtol=1e-8,
+                               atol=1e-12)
+    singular = ag.namespace(NAME).linalg.svd(ag.Variable(ours.data), compute_uv=False)
+    np.testing.assert_allclose(singular.data.compute(), np.linalg.svd(a, compute_uv=False))
+    low_rank = a.copy()
+    low_rank[..., 0] = low_rank[..., 1]
+    rank = ag.namespace(NAME).linalg.matrix_rank(ag.Variable(da.from_array(low_rank, chunks)))
+    np.testing.assert_array_equal(rank.data.compute(), np.linalg.matrix_rank(low_rank))
+
+
+def test_what_dask_svd_cannot_do_is_refused_naming_the_option_and_what_to_call_instead():
+    xp = ag.namespace(NAME)
+    tall = ag.Variable(da.from_array(np.ones((8, 3)), chunks=(4, 3)), requires_grad=True)
+    with pytest.raises(ValueError, match=r"linalg.svd on dask: full_matrices=True \(the "
+                                         r"standard's default\) of a 8x3 matrix is not supported"
+                                         r".*Pass full_matrices=False, or call "
+                                         r"linalg.svdvals\(x\)"):
+        xp.linalg.svd(tall)
+    for name, x in (("numpy", np.ones((8, 3))), (NAME, tall.data)):
+        with pytest.raises(TypeError, match=r"linalg.svd\(\): the option compute_uv=False is "
+                                            r"not an option of the Array API standard.*call "
+                                            r"linalg.svdvals\(x\), which has a gradient"):
+            ag.namespace(name).linalg.svd(ag.Variable(x, requires_grad=True), compute_uv=False)

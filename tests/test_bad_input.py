@@ -355,3 +355,43 @@ def test_numpy_ddof_is_the_standards_correction_and_torch_names_are_refused_with
     np.testing.assert_array_equal(grads[0], grads[1])
     with pytest.raises(TypeError, match="write axis= instead of dim="):
         xp.sum(ag.Variable(a), dim=1)
+
+
+def test_assigning_data_that_the_variable_cannot_hold_is_refused_at_the_assignment():
+    """``v.data = ...`` was unchecked: a list or another backend's array failed later far from
+    the assignment (or ran, mixing libraries), and an integer array on a Variable that requires
+    grad truncated its gradients (0 for sum(v * 0.5)). Each is refused where it is assigned."""
+    torch = pytest.importorskip("torch")
+    v = ag.Variable(np.ones(2), requires_grad=True)
+    with pytest.raises(ag.BackendError, match=r"Variable\.data must be an array of backend "
+                                              r"'numpy' \(the Variable's\), got a list.*"
+                                              r"xp\.asarray"):
+        v.data = [1.0, 2.0]
+    with pytest.raises(ag.BackendError, match=r"Variable\.data must be an array of backend "
+                                              r"'numpy' \(the Variable's\), got an array of "
+                                              r"backend 'torch' \(torch\.Tensor\).*"
+                                              r"\.to\('torch'\)"):
+        v.data = torch.ones(2, dtype=torch.float64)
+    with pytest.raises(ag.GradientError, match=r"Variable\.data: this Variable requires grad, "
+                                               r"so its data must be floating-point or complex, "
+                                               r"got dtype int64.*requires_grad = False"):
+        v.data = np.array([1, 2])
+    non_leaf = v * 2.0
+    with pytest.raises(ag.GradientError, match=r"got dtype bool.*\.detach\(\)"):
+        non_leaf.data = np.array([True, False])
+    with pytest.raises(ag.GradientError, match="own autograd tracks"):
+        ag.Variable(torch.ones(2)).data = torch.ones(2, requires_grad=True)
+    assert np.array_equal(v.data, [1.0, 1.0]) and v.data.dtype == np.float64  # kept
+
+    # What PyTorch allows stays allowed: another shape or float dtype (p.data = p.data.half()),
+    # a Variable's array (as Variable(w) takes it), and anything on a constant.
+    v.data = np.array([0.5, 1.5, 2.5], dtype=np.float32)
+    xp.sum(v * 0.5).backward()
+    assert v.grad.data.dtype == np.float32 and np.allclose(v.grad.data, 0.5)
+    v.data = ag.Variable(np.zeros(3), requires_grad=True)
+    assert type(v.data) is np.ndarray and np.array_equal(v.data, np.zeros(3))
+    v.data = np.float64(3.0)  # a NumPy scalar is the numpy backend's, as a 0-d array
+    assert isinstance(v.data, np.ndarray) and v.data.shape == ()
+    constant = ag.Variable(np.ones(2))
+    constant.data = np.array([1, 2])
+    assert xp.sum(constant * 3).item() == 9

@@ -152,6 +152,7 @@ def when_asked(tmp_path_factory):
     ("number_namespace", "its plugin's namespace is 42, which has no asarray"),
     ("numpy_thief", "array type(s) already owned by another backend: numpy:ndarray (by "
                     "'numpy')"),
+    ("bad_override", "rule override for 'abs' is a list, not an arraygrad.rules.Rule"),
 ])
 def test_reported_with_its_reason(at_load, name, reason):
     report, cli = at_load
@@ -223,6 +224,48 @@ def test_a_raising_rule_override_breaks_its_plugin_naming_the_hook_backend_and_o
     assert done.returncode == 1
     assert f"raising_override: not run: its plugin is broken: {reason}" in done.stdout
     assert "crashed" not in done.stdout
+
+
+HEALTHY_OVERRIDE = _declaring(
+    "healthy_override", namespace="'array_api_compat.numpy'",
+    arrays="(type('Mine', (__import__('numpy').ndarray,), {}),)") + textwrap.dedent("""
+        @ag.hookimpl
+        def arraygrad_rule_override(backend, op):
+            return None
+    """)
+
+
+def test_backends_lists_a_raising_rule_override_as_broken_before_any_namespace(tmp_path):
+    """``ag.backends()`` and ``arraygrad backends``, asked first, report the plugin broken with
+    the hook, backend and op (they used to list it available until a namespace was built);
+    only plugins with a rule override hook have their overrides asked: the others' namespaces
+    are not built."""
+    root = _install(tmp_path / "site", {"raising_override": RAISING_OVERRIDE,
+                                        "healthy_override": HEALTHY_OVERRIDE})
+    reason = ("broken plugin: arraygrad_rule_override(backend='raising_override', op='exp') "
+              "raised KeyError: 'rule table corrupt'")
+    out = _run(root, ["-c", textwrap.dedent("""
+        import numpy as np
+        import arraygrad as ag
+        listed = {i.name: (i.available, i.reason) for i in ag.backends()}
+        print(listed["raising_override"])
+        print(listed["healthy_override"], listed["numpy"])
+        print("built:", sorted(n for n in ("numpy", "array_api_strict", "healthy_override")
+                               if ag.get_backend(n)._ns is not None))
+        try:
+            ag.namespace("raising_override")
+        except ag.BackendUnavailable as e:
+            print(e)
+        print(ag.namespace("numpy").sum(ag.Variable(np.ones(2))))
+    """)]).splitlines()
+    assert out[0] == repr((False, reason)), out
+    assert out[1] == "(True, '') (True, '')", out
+    assert out[2] == "built: ['healthy_override']", out
+    assert "its plugin 'raising_override' is broken: arraygrad_rule_override(" in out[3], out
+    assert out[4] == "Variable(array(2.))", out
+    cli = _cli(root)
+    assert cli["raising_override"].split(None, 1)[1] == f"not available: {reason}", cli
+    assert "  available  " in cli["healthy_override"] and "  available  " in cli["numpy"], cli
 
 
 def test_certifying_a_backend_whose_plugin_is_broken_says_why(tmp_path):

@@ -743,3 +743,58 @@ def test_wrong_tangent_and_cotangent_shapes_name_the_rule_and_vjp_fn():
                                                r"\(1, 5\), but f's output\['o'\] has shape "
                                                r"\(2, 5\)"):
         vjp_fn({"o": np.ones((1, 5))})
+
+
+def test_custom_jvp_closing_over_a_variable_that_requires_grad_raises_as_jax():
+    xp = ag.namespace("numpy")
+    w = ag.Variable(B, requires_grad=True)
+    hidden = w * 2.0  # a non-leaf closure: its leaf w is what would lose its gradient
+
+    for closure in (w, hidden):  # the function closes over it (so, here, does the rule)
+        @ag.custom_jvp
+        def f(x):
+            return x * closure
+
+        f.defjvp(lambda p, t: (f(p[0]), t[0] * closure))
+        for run in (lambda: f(ag.Variable(A, requires_grad=True)),
+                    lambda: ag.grad(lambda x: xp.sum(f(x)))(A),
+                    lambda: ag.jvp(f, (A,), (B,))):
+            with pytest.raises(ag.BackwardError, match=r"custom_jvp function f closes over a "
+                                                       r"Variable that requires grad \(shape "
+                                                       r"\(4,\), dtype float64\).*Pass it to f "
+                                                       r"as an argument"):
+                run()
+        assert w.grad is None
+
+    @ag.custom_jvp
+    def g(x):  # only the rule closes over w: the transposed rule (reverse mode) refuses it
+        return x * w.detach()
+
+    g.defjvp(lambda p, t: (g(p[0]), t[0] * w))
+    with pytest.raises(ag.BackwardError, match=r"custom_jvp function g's jvp rule closes over "
+                                               r"a Variable that requires grad"):
+        ag.grad(lambda x: xp.sum(g(x)))(A)
+    assert w.grad is None
+
+    constant, raw = ag.Variable(B), B  # constants in the closure are fine, in every mode
+    for c in (constant, raw, w.detach()):
+        @ag.custom_jvp
+        def h(x):
+            return x * x * c
+
+        h.defjvp(lambda p, t: (h(p[0]), 2 * p[0] * t[0] * c))
+        assert np.allclose(ag.grad(lambda x: xp.sum(h(x)))(A), 2 * A * B)
+        assert np.allclose(ag.jvp(h, (A,), (np.ones(4),))[1], 2 * A * B)
+        assert np.allclose(np.diag(ag.hessian(lambda x: xp.sum(h(x)))(A)), 2 * B)
+
+    @ag.custom_jvp
+    def k(x, w):  # w passed as an argument; the rule differentiates it
+        return x * w
+
+    k.defjvp(lambda p, t: (k(*p), t[0] * p[1] + p[0] * t[1]))
+    x = ag.Variable(A, requires_grad=True)
+    xp.sum(k(x * 3.0, w)).backward()
+    assert np.allclose(x.grad.data, 3 * B) and np.allclose(w.grad.data, 3 * A)
+    w.grad = None
+    xp.sum(f(ag.Variable(A))).backward()  # no argument requires grad: f just runs, recorded
+    assert np.allclose(w.grad.data, 2 * A)
