@@ -81,6 +81,24 @@ How each reaches arraygrad:
   (scikit-learn's incremental variance in `StandardScaler`; `apply_where` on dask, which
   evaluates both branches), the gradient through the overwritten NaN is NaN, exactly as
   `torch.autograd` and `jax.grad` give. Write the computation so that no branch is NaN.
+- **A NumPy array beside a Variable** in a library that asks every argument for its namespace
+  (SciPy's `array_namespace`, array-api-compat's) is two namespaces, and the library raises
+  `TypeError: Multiple namespaces for array inputs`. Wrap the constant in a Variable of the same
+  backend, which requires no grad, or build it with the namespace:
+
+  ```python
+  import os
+  os.environ["SCIPY_ARRAY_API"] = "1"
+  import numpy as np
+  import arraygrad as ag
+  from scipy import special
+
+  x = ag.Variable(np.array([0.5, 1.5, -0.3]), requires_grad=True)
+  b = np.array([1.0, 2.0, 0.5])                      # special.logsumexp(x, b=b) raises
+  special.logsumexp(x, b=ag.Variable(b)).backward()  # a constant Variable: one namespace
+  expected = b * np.exp(x.data) / np.sum(b * np.exp(x.data))
+  assert np.allclose(x.grad.data, expected)
+  ```
 - **In place on a leaf**: `array_api_extra.at(x)[i].set(v)` with the default `copy=None` on a
   leaf that requires grad raises `InplaceError`, as any in-place change of such a leaf does in
   PyTorch: pass `copy=True`.
