@@ -21,6 +21,7 @@ LAYERS = {  # docs/architecture.md's layers, numbered by what each may import
     7: ["_transforms", "testing", "_function"],
     8: ["arraygrad", "conformance"],  # the package's public names; the certification suite
     9: ["cli"],
+    10: ["__main__"],  # python -m arraygrad: the command
 }
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 

@@ -197,3 +197,15 @@ def test_cli_lists_backends_with_versions_and_devices():
     assert "available" in lines["numpy"] and np.__version__ in lines["numpy"]
     assert "cpu" in lines["numpy"]
     assert "available" in lines["array_api_strict"]
+
+
+def test_python_dash_m_arraygrad_is_the_command():
+    """``python -m arraygrad`` runs the ``arraygrad`` command, for environments whose scripts
+    directory is not on the PATH."""
+    done = subprocess.run([sys.executable, "-m", "arraygrad", "backends"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "numpy" in done.stdout and "array_api_strict" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "arraygrad", "nonsense"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "invalid choice" in done.stderr
