@@ -27,12 +27,18 @@ def scatter_add(xp, size, positions, values):
     return xp.take(totals, stop) - xp.take(totals, start)
 
 
+def _positions(xp, shape, device):
+    """Each element's flat position, in an array of ``shape``; and how many there are."""
+    size = 1
+    for n in shape:
+        size *= n
+    return xp.reshape(xp.arange(size, device=device), tuple(shape)), size
+
+
 def vjp_gather(xp, g, x_shape, gather):
     """The VJP of ``ans = gather(x)`` for any gather: scatter-add ``g`` back by position."""
-    size = 1
-    for n in x_shape:
-        size *= n
-    positions = gather(xp.reshape(xp.arange(size, device=device_of(g)), x_shape))
+    numbers, size = _positions(xp, x_shape, device_of(g))
+    positions = gather(numbers)
     flat = scatter_add(xp, size, xp.reshape(positions, (-1,)), xp.reshape(g, (-1,)))
     return xp.reshape(flat, x_shape)
 
@@ -66,10 +72,7 @@ def vjp_setitem_value(xp, g, *, key):
     # An integer array may repeat a position (x[[0, 0]] = v): one of the writes stays there
     # (NumPy: the last), and only the value written by it reaches the output. Which one, the
     # backend says: write each value's own number with the same key, and read it back.
-    size = 1
-    for n in grad.shape:
-        size *= n
-    numbers = xp.reshape(xp.arange(size, device=device_of(grad)), tuple(grad.shape))
+    numbers, _ = _positions(xp, grad.shape, device_of(grad))
     written = set_index(xp, xp.full(tuple(g.shape), -1, dtype=numbers.dtype,
                                     device=device_of(grad)), key, numbers)
     return xp.where(get_index(written, key) == numbers, grad, xp.zeros_like(grad))
