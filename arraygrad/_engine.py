@@ -270,9 +270,16 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=N
     ``spent``: ``saved`` is no longer the node's, so each VJP may overwrite those of its saved
     arrays that nothing else refers to and no VJP called after it reads.
     """
-    if rule.joint is not None:  # it reads g for several results: never let it overwrite g
-        return list(rule.joint(xp, g, *rule.pickers[0](saved),
-                               **(_options(params, rule.keywords[0]) if params else {})))
+    if rule.joint is not None:  # it reads g for several results: it overwrites g only in
+        # the one rules.times call it makes last, where its rule says so
+        options = _options(params, rule.keywords[0]) if params else _NO_OPTIONS
+        if not (owned and rule.joint_times_g):
+            return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
+        _scratch.grad = g
+        try:
+            return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
+        finally:
+            _scratch.grad = None
     if vjps is None:
         vjps = rule.vjps
     if owned or spent:
@@ -290,8 +297,8 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=N
 
 def _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps):
     """:func:`run_vjps` where VJPs may overwrite ``g`` or saved arrays. A VJP with a saved array
-    of its own to overwrite runs before one without, which then gets ``g``: ``(-x) * x`` makes
-    its two gradients in the memory of ``-x`` and of ``g``, with no new array."""
+    of its own to overwrite runs before one without, which then gets ``g``: ``(-x) * (x + 1)``
+    makes its two gradients in the memory of ``-x`` and of ``g``, with no new array."""
     active = [i for i in range(len(edges)) if edges[i] is not None and vjps[i] is not None]
     free = _unheld(saved) if spent else ()
     picked = [rule.pickers[i](saved) for i in active]

@@ -102,6 +102,7 @@ class _FunctionRule:
     sources = (("saved", 0),)  # the node's saved value is the tuple of snapshots, kept as is
     keywords = (None,)  # the joint VJP gets the node's params (the ctx) as keywords
     pickers = (lambda saved: saved,)
+    joint_times_g = False  # the user's backward may read g after anything
 
     def __init__(self, cls):
         self.cls = cls
@@ -287,6 +288,7 @@ class _OnceRule:
     sources = ()
     keywords = (None,)
     pickers = (lambda saved: saved,)
+    joint_times_g = False
 
     def __init__(self, owner):
         self.owner = owner

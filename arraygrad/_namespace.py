@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import operator
 import types
+import weakref
 
 from . import _grad_mode, _standard
 from ._engine import Node, accumulator
@@ -22,7 +23,7 @@ from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
-from .rules.elementwise import SAME_OPERANDS
+from .rules.elementwise import NEGATED_OPERAND, NEGATED_OPERAND_MIN_SIZE, SAME_OPERANDS, Negation
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
@@ -483,6 +484,7 @@ def _one_array_fast(recorder):
     # Into its argument only where the rule in force (a plugin may override it) never reads it.
     in_place = (recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
                 and all(kind != "input" for kind, _ in sources))
+    negates = recorder.name == "negative" and rule is _NEGATIVE
 
     def function(x, /, *args, **kwargs):
         if x.__class__ is not Variable or x._backend is not backend or (
@@ -510,9 +512,39 @@ def _one_array_fast(recorder):
         # x is inexact: a result of its very dtype is too (not so astype(x, int32)'s).
         if not (dtype is data.dtype or backend.is_inexact(dtype)):
             return _make(out, backend, None, 0, False)
-        return _make(out, backend, node, 0)
+        result = _make(out, backend, node, 0)
+        if negates and out is not data:
+            _remember_negation(result, data, out)
+        return result
 
     return function
+
+
+def _remember_negation(result, data, out):
+    """Let ``multiply`` recognise ``result * x`` as ``(-x) * x`` (``NEGATED_OPERAND``): the
+    arrays that ``negative`` read and wrote, weakly. An in-place change of either Variable
+    replaces its array (copy-on-write), so the two still being theirs proves the values."""
+    size = getattr(out, "size", None)
+    if size.__class__ is not int or size < NEGATED_OPERAND_MIN_SIZE:  # (lazy sizes: None, NaN)
+        return
+    try:
+        result._negation = (weakref.ref(data), weakref.ref(out))
+    except TypeError:  # arrays that take no weak reference: no such product is recognised
+        pass
+
+
+def _negation_of(n, x, x_node, x_nr) -> bool:
+    """Whether ``n``'s value is ``-x``'s, as ``negative`` computed it from ``x`` (whose node
+    and output number are ``x_node``, ``x_nr``), neither Variable changed in place since."""
+    node = n.grad_fn  # (under no_grad, an in-place change keeps it: the arrays tell)
+    if node.__class__ is not Node or node.rule is not _NEGATIVE:
+        return False
+    marks = getattr(n, "_negation", None)
+    return (marks is not None and marks[0]() is x._data and marks[1]() is n._data
+            and node._edges is None and node._next is x_node and node._nr == x_nr)
+
+
+_NEGATIVE = RULES["negative"]
 
 
 def _save_unary(sources, data, out):
@@ -560,6 +592,8 @@ def _binary_fast(recorder, raw_function, reflected=False):
     sources = rule.sources
     users = [range(2) if readers is None else readers for readers in rule.users]
     same_operands = SAME_OPERANDS.get(rule.name, rule)  # x * x: one VJP for both edges
+    # (-x) * x and x * (-x): x alone is kept, not -x
+    negated = NEGATED_OPERAND.get(rule.name) if rule is RULES.get(rule.name) else None
     coerce, plain = backend.coerce, backend._plain_types
     operand = recorder.operand
     # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
@@ -585,12 +619,20 @@ def _binary_fast(recorder, raw_function, reflected=False):
         # Each input's node: its grad_fn (and output number), or a leaf's AccumulateGrad.
         first = (a.grad_fn or accumulator(a)) if needs_a else None
         second = (b.grad_fn or accumulator(b)) if needs_b else None
-        node = linked(same_operands if a is b else rule, backend,
-                      first, a._output_nr if needs_a and a.grad_fn else 0,
-                      second, b._output_nr if needs_b and b.grad_fn else 0,
+        first_nr = a._output_nr if needs_a and a.grad_fn else 0
+        second_nr = b._output_nr if needs_b and b.grad_fn else 0
+        node_rule, params = rule, None
+        if a is b:
+            node_rule = same_operands
+        elif negated is not None and needs_a and needs_b:
+            if _negation_of(a, b, second, second_nr):
+                node_rule, saved, params = negated[0], (rb,), {"negated": Negation(a)}
+            elif _negation_of(b, a, first, first_nr):
+                node_rule, saved, params = negated[1], (ra,), {"negated": Negation(b)}
+        node = linked(node_rule, backend, first, first_nr, second, second_nr,
                       ((ra.shape, ra.dtype) if needs_a else None,
                        (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),
-                      saved, None)
+                      saved, params)
         # An input that requires grad is inexact: a result of its very dtype is too.
         if not (needs_a and dtype is ra.dtype or backend.is_inexact(dtype)):
             return _make(out, backend, None, 0, False)

@@ -281,17 +281,21 @@ def test_a_saved_array_only_its_node_holds_is_overwritten_by_its_last_vjp(rng):
 
 
 @exact_refcounts
-@pytest.mark.parametrize("case", ["negated_operand", "two_intermediates"])
+@pytest.mark.parametrize("case", ["negated_operand", "negated_temporary", "two_intermediates"])
 def test_a_product_takes_its_gradients_in_place_in_its_saved_operands_and_g(rng, case):
-    """A VJP that can overwrite a saved operand only its node holds (``-x`` of ``(-x) * x``)
-    runs first and computes into it; one that cannot runs last and computes into ``g``: the
-    product's backward makes no array, and ``sin``'s ``cos`` goes into the product, which only
-    ``sin``'s node held: backward makes no array of x's size (it was two)."""
+    """A VJP that can overwrite a saved operand only its node holds (``-x`` of
+    ``(-x) * (x + 1)``) runs first and computes into it; one that cannot runs last and computes
+    into ``g``: the product's backward makes no array, and ``sin``'s ``cos`` goes into the
+    product, which only ``sin``'s node held: backward makes no array of x's size (it was two).
+    ``(-x) * x`` keeps ``x`` alone, and makes its whole gradient in ``g``."""
     x = rng.standard_normal(1 << 20)
     variable = ag.Variable(x, requires_grad=True)
     if case == "negated_operand":
         loss = xp.sum(xp.sin(-variable * variable))
         expected = np.cos(-x * x) * (-2 * x)
+    elif case == "negated_temporary":
+        loss = xp.sum(xp.sin(-variable * (variable + 1.0)))
+        expected = np.cos(-x * (x + 1)) * (-2 * x - 1)
     else:
         loss = xp.sum(xp.sin((variable * 2.0) * (variable + 1.0)))
         expected = np.cos(2 * x * (x + 1)) * (2 * (x + 1) + 2 * x)

@@ -34,10 +34,10 @@ class Rule:
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "broadcast_vjps")
+                 "pickers", "users", "positional", "broadcast_vjps", "joint_times_g")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
-                 outputs=1):
+                 outputs=1, joint_times_g=False):
         self.name = name
         self.display = _DISPLAY.get(name) or "".join(
             part.capitalize() for part in name.replace(".", "_").split("_"))
@@ -53,6 +53,9 @@ class Rule:
         self.positional = params[:star]
         self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
         self.joint = joint
+        # A joint VJP whose last use of g is one rules.times call: the engine lets that call
+        # overwrite g (it never lets other joint VJPs, which read g for several results).
+        self.joint_times_g = joint_times_g
         # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR or TRANSPOSE.
         self.jvps = jvps if jvps in (LINEAR, TRANSPOSE) else tuple(jvps)
         self.outputs = outputs

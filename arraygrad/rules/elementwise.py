@@ -12,6 +12,7 @@ gradients are PyTorch's conjugate Wirtinger derivatives: for a holomorphic op th
 import cmath
 import inspect
 import math
+import weakref
 
 from ._core import (_REAL_NUMBERS, LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
                     nondifferentiable, sum_to)
@@ -100,6 +101,52 @@ whole gradient ``2 g conj(x)`` on the first edge (in place in ``g`` where the en
 and no sum of two products); the second edge, to the same node, has no VJP and carries none, so
 the first VJP is the last to read ``g``. Saved values as ``multiply``'s."""
 assert all(SAME_OPERANDS[name].sources == RULES[name].sources for name in SAME_OPERANDS)
+
+
+class Negation:
+    """What a recorded ``(-x) * x`` or ``x * (-x)`` keeps of its ``-x``: not its values, which
+    are ``x``'s negated, but the Variable (weakly) and its ``negative`` node, to tell whether
+    anything can still see the gradient that ``-x`` gets. The namespace records it only where
+    ``-x`` is the very result of ``negative`` on that ``x``, and neither changed since."""
+
+    __slots__ = ("variable", "node")
+
+    def __init__(self, variable):
+        self.variable = weakref.ref(variable)
+        self.node = variable.grad_fn
+
+    def unseen(self) -> bool:
+        """Whether nothing can see ``-x``'s gradient any more: its Variable is gone, and no hook
+        or ``retain_grad`` waits at its node (nothing can add one: that takes the Variable)."""
+        node = self.node
+        return self.variable() is None and not node.pre_hooks and not node.retained
+
+
+def _negated_product(xp, g, x, negated):
+    """The gradients of ``(-x) * x`` to ``-x`` and to ``x``: ``g conj(x)`` and ``-g conj(x)``.
+    Once ``-x`` is unseen, none to ``-x`` and ``-2 g conj(x)`` to ``x``, which ``negative``
+    would make of them: one product, in ``g`` where the engine allows it, where there were two,
+    a negation and a sum, and with the same values."""
+    if negated.unseen():
+        return None, times(g, conj(xp, x), -2)
+    d = conj(xp, x)
+    return g * d, times(g, d, -1)
+
+
+NEGATED_OPERAND = {"multiply": (
+    Rule("multiply", ("x1", "x2"), (), joint_times_g=True,
+         joint=lambda xp, g, x2, *, negated: _negated_product(xp, g, x2, negated),
+         jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x2: -(t * x2))),
+    Rule("multiply", ("x1", "x2"), (), joint_times_g=True,
+         joint=lambda xp, g, x1, *, negated: _negated_product(xp, g, x1, negated)[::-1],
+         jvps=(lambda xp, t, x1: -(t * x1), lambda xp, t, x1: t * x1)),
+)}
+"""Rules the namespace records instead for ``(-x) * x`` and ``x * (-x)`` (a Gaussian's
+exponent), where ``-x`` is the result of ``negative`` on that very ``x``: they keep ``x`` alone,
+so that ``-x``'s memory is freed with its Variable, and take a :class:`Negation` as the option
+``negated``."""
+NEGATED_OPERAND_MIN_SIZE = 1 << 12
+"""Smaller results of ``negative`` are not looked for: their memory is not worth it."""
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
     to its shape first, so that only one full-size temporary is made."""
