@@ -402,6 +402,7 @@ VARIANTS = [  # (op, variant, call, args...)
     ("mean", "large", lambda xp, x: xp.mean(x), (2, 40000)),
     ("sum", "large,of_sin", lambda xp, x: xp.sum(xp.sin(x)), (2, 20000)),
     ("multiply", "large", lambda xp, a, b: a * b + xp.exp(a), (2, 40000), (40000,)),
+    ("negative", "large,gaussian", lambda xp, x: xp.exp(-x * x) + xp.sin(x * -x), (2, 4096)),
     # Statistical options.
     ("sum", "dtype", lambda xp, x: xp.sum(x, axis=1, dtype=xp.float64), (3, 4)),
     ("prod", "dtype", lambda xp, x: xp.prod(x, axis=0, dtype=xp.float64), Arg((3, 4), "nonzero")),
