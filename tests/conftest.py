@@ -1,15 +1,21 @@
 """Shared fixtures: the built-in backends, and a guard that no test leaks grad mode."""
 
-import numpy as np
-import pytest
-from hypothesis import settings
+import os
 
-import arraygrad as ag
+# SciPy and scikit-learn read SCIPY_ARRAY_API once, at their first import: set it before any
+# test module (Dask's, say) can import them, so that the interop tests pass in any order.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+import arraygrad as ag  # noqa: E402
 
 settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile("intense", max_examples=500, deadline=None)
-settings.load_profile(__import__("os").environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 BUILTIN_BACKENDS = ["numpy", "array_api_strict"]
 
