@@ -92,10 +92,11 @@ def _prod_weights(xp, x, axis):
 defvjp("sum", vjp_sum, jvps=LINEAR)
 defvjp("mean", vjp_mean, jvps=LINEAR)
 def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
-    """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the share is
-    computed on the reduced shape, then placed by the mask (one full-size array, no float mask).
-    Elsewhere ``0 * share``, as torch.amax's ``mask * share``: NaN everywhere in a slice whose
-    maximum is NaN (no entry equals it, so the share is ``g / 0``)."""
+    """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the mask as
+    0/1 weights counts the ties (one reduction) and takes the share, computed on the reduced
+    shape, in place (one full-size array). Elsewhere ``0 * share``, as torch.amax's
+    ``mask * share``: NaN everywhere in a slice whose maximum is NaN (no entry equals it, so the
+    share is ``g / 0``)."""
     if not x.ndim:
         return g
     mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
@@ -109,16 +110,9 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
             share = xp.reshape(g, ()) / where[0].shape[0]
             if bool(xp.isfinite(share)):
                 return IndexedGrad(xp, x.shape, where, share)
-    share = expand_reduced(xp, g, axis, x.ndim, keepdims) / _count_true(xp, mask, axis, g.dtype)
-    return xp.where(mask, share, share * 0)
-
-
-def _count_true(xp, mask, axis, dtype):
-    """The number of True entries of each reduced slice of ``mask``, as ``dtype``, kept dims."""
-    count_nonzero = getattr(xp, "count_nonzero", None)  # 2023.12; pydata sparse lacks it
-    if count_nonzero is None:
-        return xp.sum(xp.astype(mask, dtype), axis=axis, keepdims=True)
-    return xp.astype(count_nonzero(mask, axis=axis, keepdims=True), dtype)
+    weights = xp.astype(mask, g.dtype)
+    count = xp.sum(weights, axis=axis, keepdims=True)
+    return scaled(weights, expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
 
 
 for _name in ("max", "min"):
