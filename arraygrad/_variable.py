@@ -726,7 +726,7 @@ class Variable:
             if view is None or view is writer:
                 continue
             fresh = self._backend.ns._getitem(self, view._view[1])
-            view.data = fresh.data
+            view._data = fresh._data  # (this backend's, of its dtype: no check)
             leaf = view.grad_fn is None and view._requires_grad
             if _grad_mode.state.enabled and not leaf:  # under no_grad only the value changes
                 old_node, old_nr = view.grad_fn, view._output_nr
@@ -754,7 +754,7 @@ class Variable:
     def __getitem__(self, key):
         result = self._backend.ns._getitem(self, key)
         if (key.__class__ is slice or key.__class__ is int or _selects_a_view(key)) \
-                and result.data.ndim:
+                and result._data.ndim:
             # A view holds its base weakly (nothing else sees a dead base), but a view of a
             # view holds that one (z[1:][0] must reach z through the temporary z[1:]).
             result._view = (self if getattr(self, "_view", None) else weakref.ref(self), key)
@@ -972,7 +972,7 @@ class Variable:
 
     def copy(self) -> "Variable":
         """NumPy's name for ``clone()``: a recorded copy in new memory."""
-        return self._backend.ns.asarray(self, copy=True)
+        return self.clone()
 
     def astype(self, dtype, *, copy=True, **options):
         """``xp.astype(x, dtype, copy=copy)``, recorded (a cast to an integer dtype carries no

@@ -147,6 +147,8 @@ so that ``-x``'s memory is freed with its Variable, and take a :class:`Negation`
 ``negated``."""
 NEGATED_OPERAND_MIN_SIZE = 1 << 12
 """Smaller results of ``negative`` are not looked for: their memory is not worth it."""
+
+
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
     to its shape first, so that only one full-size temporary is made."""
