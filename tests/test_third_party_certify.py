@@ -27,7 +27,8 @@ from arraygrad.rules import RULES
 
 # A subset of sparse's cases (its whole run takes minutes: numba compiles each kernel): passes,
 # its deviations (missing functions, refused fill values) and its `fill` inputs.
-SPARSE_OPS = ("mean*", "exp*", "reshape*", "getitem*", "prod*", "cumulative_sum*", "autograd.*")
+SPARSE_OPS = ("mean*", "exp*", "reshape*", "getitem*", "prod*", "cumulative_sum*", "unique_values*",
+              "autograd.*")
 
 
 def _plugin(library, distribution, package, backend):
