@@ -1,8 +1,9 @@
 """Broadcast gradients: what ``sum`` and ``mean`` send back stays small (a ``BroadcastGrad``)
 until something needs it full-size, and rules with broadcast VJPs (``add``, ``subtract``,
-``negative``, ``positive``, ``multiply``, ``divide``, ``pow``) compute on the small value. Every
-gradient must be what the full-size path gives, whatever the broadcasting of the operands, and
-everything the user can reach (hooks, retained and leaf gradients, ``autograd.grad``) sees
+``negative``, ``positive``, ``multiply``, ``divide``, ``pow``, and the one-argument functions
+defined by their derivative: ``exp``, ``tanh``, ``special.erf``...) compute on the small value.
+Every gradient must be what the full-size path gives, whatever the broadcasting of the operands,
+and everything the user can reach (hooks, retained and leaf gradients, ``autograd.grad``) sees
 full-size arrays."""
 
 import tracemalloc
@@ -113,6 +114,31 @@ def test_against_torch():
     torch.mean(-(ta - tb) ** 3 + (+tb * tb + 1.0) ** 2.5).backward()
     np.testing.assert_allclose(a.grad.data, ta.grad.numpy(), rtol=1e-13)
     np.testing.assert_allclose(b.grad.data, tb.grad.numpy(), rtol=1e-13)
+
+
+UNARY_NAMES = [*rules.elementwise.UNARY, *("special." + name for name in rules.special.UNARY)]
+
+
+@pytest.mark.parametrize("size", [7, 5000])  # 5000: large enough for the in-place paths
+@pytest.mark.parametrize("name", UNARY_NAMES)
+def test_unary_broadcast_vjps_match_the_dense_path(name, size):
+    """``sum(f(x))`` and ``mean(f(x))`` give ``f`` a small gradient (its broadcast VJP): the
+    result must be the dense path's, ``f(x).backward(full-size v)``; for complex ``x`` too (the
+    conjugate of the derivative, where ``f`` takes complex values)."""
+    f = xp.special if name.startswith("special.") else xp
+    f = getattr(f, name.removeprefix("special."))
+    x = rng.uniform(0.15, 0.85, size) + (name == "acosh")  # inside every function's domain
+    values = [(x, 1.0), (x, 0.7)]
+    if not name.startswith("special."):
+        values += [(x * (1 + 0.4j), 1.0 + 0j), (x * (1 - 0.3j), 0.3 - 0.7j)]
+    for x, v in values:
+        dense = ag.Variable(x, requires_grad=True)
+        f(dense).backward(gradient=np.full(x.shape, v))
+        for reduce, scale in ((xp.sum, 1), (xp.mean, 1 / size)):
+            small = ag.Variable(x, requires_grad=True)
+            reduce(f(small)).backward(gradient=np.asarray(v / scale))
+            np.testing.assert_allclose(small.grad.data, dense.grad.data, rtol=1e-13,
+                                       err_msg=f"{name}, {reduce.__name__}, v={v}")
 
 
 def test_broadcast_vjps_must_take_the_rules_parameters():

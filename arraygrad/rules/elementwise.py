@@ -20,8 +20,9 @@ from .reuse import added, applied, broadcast_times, multiplied, reciprocal, time
 
 
 def from_derivative(derivative):
-    """Return ``(vjp, jvp)`` of a holomorphic elementwise op from its derivative
-    ``d(xp, <saved>...)``: the VJP is ``g * conj(d)`` (PyTorch's convention), the JVP ``t * d``."""
+    """Return ``(vjp, jvp, broadcast_vjp)`` of a holomorphic elementwise op from its derivative
+    ``d(xp, <saved>...)``: the VJP is ``g * conj(d)`` (PyTorch's convention), the JVP ``t * d``;
+    the broadcast VJP takes a small ``g`` (``mean(exp(x))``'s) and lets the product broadcast it."""
     needed = list(inspect.signature(derivative).parameters.values())[1:]
 
     def vjp(xp, g, *saved):
@@ -30,11 +31,14 @@ def from_derivative(derivative):
     def jvp(xp, t, *saved):
         return t * derivative(xp, *saved)
 
-    for function in (vjp, jvp):
+    def broadcast_vjp(xp, g, *saved):
+        return broadcast_times(g, conj(xp, derivative(xp, *saved)))
+
+    for function in (vjp, jvp, broadcast_vjp):
         function.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp", "g")]
             + needed)
-    return vjp, jvp
+    return vjp, jvp, broadcast_vjp
 
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
@@ -62,8 +66,9 @@ UNARY = {
 }
 
 for _name, _derivative in UNARY.items():
-    _vjp, _jvp = from_derivative(_derivative)
+    _vjp, _jvp, _broadcast_vjp = from_derivative(_derivative)
     defvjp(_name, _vjp, jvps=(_jvp,))
+    defbroadcast(_name, _broadcast_vjp)
 
 
 defvjp("square", lambda xp, g, x: times(g, conj(xp, x), 2),  # 2 g x, in place in g
