@@ -216,9 +216,10 @@ class Node:
                     if kind is not IndexedGrad and kind is not BroadcastGrad:
                         grad = results[i] = backend.coerce(grad)  # (those are kept, when fit)
                 shape, dtype = meta[i]
-                if broadcast is not None:
+                if broadcast is not None and kind is not BroadcastGrad:
                     results[i] = _fit_broadcast(xp, grad, broadcast, shape, dtype, rule.display, i)
-                elif grad.shape != shape or grad.dtype != dtype:
+                elif grad.shape != shape or grad.dtype != dtype:  # (a BroadcastGrad that a
+                    # broadcast VJP returned, sum's, is fit only if it is not the input's)
                     results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i, True)
         return results
 

@@ -83,8 +83,8 @@ MUTANTS = [
       "bool(g[(0,) * g.ndim] == 1))", "and not any(g.strides) and host_reads(g))",
       "times() skips multiplying by ANY large broadcast g, not only a broadcast 1"),
     # ------------------------------------------------------------------ rules/statistical.py
-    M("stat-mean-count", R + "statistical.py", "/ max(_count(x_shape, axis), 1)",
-      "/ max(_count(x_shape, None), 1)", "mean's VJP divides by the total size, not the axis"),
+    M("stat-mean-count", R + "statistical.py", "return max(_count(shape, axis), 1)",
+      "return max(_count(shape, None), 1)", "mean's VJP divides by the total size, not the axis"),
     M("stat-var-correction", R + "statistical.py", "g * 2 / (_count(x.shape, axis) - correction)",
       "g * 2 / (_count(x.shape, axis) + correction)", "var/std weights use N + correction"),
     M("stat-std-half", R + "statistical.py", "scale = 1 / ((_count(x.shape, axis) - correction) * xp.where(",

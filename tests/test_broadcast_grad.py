@@ -43,6 +43,16 @@ CASES = {
     "broadcast product": (lambda a, b: xp.mean(a * b), (COLUMN, ROW)),
     "broadcast quotient": (lambda a, b: xp.sum(a / (b * b + 1.0)), (FULL, ROW)),
     "quotient by a broadcast": (lambda a, b: xp.sum(b / (a * a + 1.0)), (FULL, ROW)),
+    # sum and mean given a small gradient pass it on small, as a broadcast of their input
+    "mean of a partial sum": (lambda a, b: xp.mean(xp.sum(a * b, axis=1)), (FULL, ROW)),
+    "sum of a mean over a kept negative axis": (
+        lambda a, b: xp.sum(xp.mean(xp.exp(a) * b, axis=-1, keepdims=True) * 2.0), (FULL, ROW)),
+    "sums over each axis in turn": (
+        lambda a, b: xp.sum(xp.sum(xp.sum(a - b, axis=0), axis=-1) ** 2), (FULL, ROW)),
+    "mean of a mean over two axes": (
+        lambda a, s: xp.mean(xp.mean(xp.sin(a) / s, axis=(0, 2))), (FULL, SCALAR)),
+    "sum of a weighted mean": (
+        lambda a, b: xp.sum(xp.mean(a * b, axis=(0, 1)) * WEIGHTS), (FULL, ROW)),
 }
 
 
@@ -75,6 +85,23 @@ def test_the_broadcast_vjps_get_the_small_value(monkeypatch):
     xp.mean((a - 1.0) ** 2).backward()
     assert seen == [(1, 1, 1)]  # mean's gradient, never expanded to (2, 3, 4)
     np.testing.assert_allclose(a.grad.data, 2 * (FULL - 1.0) / FULL.size, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("axis, keepdims", [(1, False), (0, False), ((0, 2), False),
+                                            (1, True), (None, False)])
+def test_reductions_pass_a_small_gradient_on_as_a_broadcast_of_their_input(name, axis, keepdims):
+    """A reduction's broadcast VJP takes a value that broadcasts to its output, of a lower rank
+    too, and returns the broadcast of the input's shape that its dense VJP would give."""
+    raw = ag.get_backend("numpy").raw
+    x_shape, out = (3, 5, 4), np.sum(np.zeros((3, 5, 4)), axis=axis, keepdims=keepdims).shape
+    value = np.arange(1.0, 1.0 + (out[-1] if out else 1)).reshape(out[-1:])  # rank 1 or 0
+    broadcast_vjp = rules.RULES[name].broadcast_vjps[0]
+    got = broadcast_vjp(raw, value, x_shape, axis=axis, keepdims=keepdims)
+    dense = rules.RULES[name].vjps[0](raw, np.broadcast_to(value, out), x_shape, axis=axis,
+                                      keepdims=keepdims)
+    assert isinstance(got, rules.BroadcastGrad) and got.shape == x_shape
+    np.testing.assert_array_equal(got.dense(), np.broadcast_to(dense, x_shape))
 
 
 def test_hooks_retained_and_captured_gradients_are_full_size():

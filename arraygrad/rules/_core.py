@@ -306,4 +306,5 @@ def sum_to(xp, g, shape):
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 and g.shape[lead + i] != 1)
-    return xp.reshape(xp.sum(g, axis=axes, keepdims=True), shape)
+    summed = xp.sum(g, axis=axes, keepdims=True)
+    return xp.reshape(summed, shape) if lead else summed  # (keepdims gave shape already)

@@ -9,9 +9,9 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
-                    normalize_axis)
-from .reuse import IndexedGrad, reusable, scaled
+from ._core import (LINEAR, conj, defbroadcast, defvjp, device_of, expand_reduced, host_reads,
+                    is_complex, normalize_axis)
+from .reuse import BroadcastGrad, IndexedGrad, reusable, scaled
 
 
 def _count(shape, axis):
@@ -30,8 +30,13 @@ def vjp_sum(xp, g, x_shape, *, axis=None, keepdims=False):
     return expand_reduced(xp, g, axis, len(x_shape), keepdims)
 
 
+def _mean_count(shape, axis):
+    """How many entries each mean over ``axis`` takes (at least 1: an empty mean's gradient)."""
+    return max(_count(shape, axis), 1)
+
+
 def vjp_mean(xp, g, x_shape, *, axis=None, keepdims=False):
-    return expand_reduced(xp, g, axis, len(x_shape), keepdims) / max(_count(x_shape, axis), 1)
+    return expand_reduced(xp, g, axis, len(x_shape), keepdims) / _mean_count(x_shape, axis)
 
 
 def _extremum_weights(xp, x, ans, axis, keepdims):
@@ -89,8 +94,24 @@ def _prod_weights(xp, x, axis):
     return xp.permute_dims(xp.reshape(others, moved_shape), inverse)
 
 
+def _spread(xp, g, x_shape, axis, keepdims):
+    """A small ``g`` that broadcasts to a reduction's output, as a broadcast of the input's shape
+    (the reduced axes reinserted), which stays small too: ``mean(sum(x, axis=1))``."""
+    ndim = len(x_shape)
+    out_ndim = ndim if keepdims else ndim - len(normalize_axis(axis, ndim))
+    if g.ndim < out_ndim:
+        g = xp.reshape(g, (1,) * (out_ndim - g.ndim) + tuple(g.shape))
+    return BroadcastGrad(xp, tuple(x_shape), expand_reduced(xp, g, axis, ndim, keepdims))
+
+
 defvjp("sum", vjp_sum, jvps=LINEAR)
 defvjp("mean", vjp_mean, jvps=LINEAR)
+defbroadcast("sum", lambda xp, g, x_shape, *, axis=None, keepdims=False:
+             _spread(xp, g, x_shape, axis, keepdims))
+defbroadcast("mean", lambda xp, g, x_shape, *, axis=None, keepdims=False:
+             _spread(xp, g / _mean_count(x_shape, axis), x_shape, axis, keepdims))
+
+
 def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
     """``g / k`` on each of the k tied extrema of every reduced slice, 0 elsewhere: the mask as
     0/1 weights counts the ties (one reduction) and takes the share, computed on the reduced
