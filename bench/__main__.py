@@ -17,6 +17,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     os.environ[_variable] = "1"  # before NumPy (and its BLAS) is imported
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import importlib.metadata  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
@@ -412,6 +413,11 @@ def main(argv=None):
             print(f"skipped {library.name}: {reason}")
         else:
             libraries.append(library())
+    # Every library is imported: their modules' objects (a million with torch and JAX) go to
+    # the collector's permanent generation, so that a full collection during one library's run
+    # does not scan the others' modules, which a user of that library alone does not have.
+    gc.collect()
+    gc.freeze()
     scale = 4 if args.quick else 1
     rounds = ", ".join(f"{w} {max(1, n // scale)}" for w, n in REPEATS.items())
     print(f"threads pinned to 1; best of 3 runs in a row, libraries taking turns for rounds "
