@@ -24,7 +24,7 @@ import weakref
 
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
-from .rules import broadcasts, is_complex, is_complex_dtype
+from .rules import broadcasts, is_complex, is_complex_dtype, sum_axes
 from .rules import reuse as _reuse
 from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, large_shape, private
 
@@ -491,7 +491,7 @@ def fit(xp, grad, shape, dtype, op, index, small=False):
         how, axes, reshape = _fit_plan(gshape, shape, op, index)
         if how is _SUM:
             if axes:
-                grad = xp.sum(grad, axis=axes)
+                grad = sum_axes(xp, grad, axes)
             if reshape:
                 grad = xp.reshape(grad, shape)
         elif small:
@@ -553,7 +553,7 @@ def _fit_broadcast(xp, grad, broadcast, shape, dtype, op, index):
     if gshape != padded:
         grad = xp.reshape(grad, padded)
     if sums:
-        grad = xp.sum(grad, axis=sums, keepdims=True)
+        grad = sum_axes(xp, grad, sums, keepdims=True)
     if factor != 1:
         grad = grad * factor
     if padded != kept:

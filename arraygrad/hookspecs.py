@@ -22,7 +22,7 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 """The dtypes of the standard, by name."""
 
 CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": True,
-                "reuse_unshared": False}
+                "reuse_unshared": False, "matmul_sums": False}
 """What a backend can do, and the value assumed where its spec does not say:
 
 - ``inplace``: arrays are mutable (``x[key] = v`` works);
@@ -31,7 +31,10 @@ CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": Tr
   pick a formula (not for a lazy graph, dask, or a device, CuPy);
 - ``reuse_unshared``: arrays have NumPy's ``base`` (``None`` exactly when an array owns its
   memory) and ``flags.writeable``, so backward may overwrite one that nothing else refers to,
-  and ``xp.exp(a - b)`` may compute into the temporary ``a - b`` (its ufunc's ``out=``).
+  and ``xp.exp(a - b)`` may compute into the temporary ``a - b`` (its ufunc's ``out=``);
+- ``matmul_sums``: arrays have NumPy's ``flags.c_contiguous`` and ``dtype.char``, and a product
+  with a vector of ones is faster than the library's sum, so backward sums a gradient over
+  leading or trailing axes that way (a bias' gradient, ``x - max(x, axis=1)``'s).
 """
 
 TOLERANCES = {

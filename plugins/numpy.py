@@ -27,5 +27,5 @@ def arraygrad_backend():
     return BackendSpec(
         name="numpy", library="numpy", arrays=("numpy:ndarray", "numpy:generic"),
         namespace="array_api_compat.numpy", special="scipy.special",  # SciPy is optional
-        coerce=_scalar_as_array, capabilities={"reuse_unshared": True},
+        coerce=_scalar_as_array, capabilities={"reuse_unshared": True, "matmul_sums": True},
         random_state=_random_state, set_random_state=_set_random_state)

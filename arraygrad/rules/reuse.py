@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import sys
 
-from ._core import _REAL_NUMBERS, backends, broadcasts, host_reads
+from ._core import _REAL_NUMBERS, backends, broadcasts, forget_matmul_sums_types, host_reads
 
 _EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 """Reference counts tell who can see an array only where every reference is counted: CPython
@@ -42,8 +42,10 @@ def _reusable(array) -> bool:
 
 
 def forget_reusable_types():
-    """Drop the cached answers of ``private``: the registered backends changed."""
+    """Drop the cached answers of ``private`` and ``sum_axes``: the registered backends
+    changed."""
     _reusable_types.clear()
+    forget_matmul_sums_types()
 
 
 IN_PLACE_FORWARD = frozenset(

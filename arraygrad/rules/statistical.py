@@ -10,7 +10,7 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 import math
 
 from ._core import (LINEAR, conj, defbroadcast, defvjp, device_of, expand_reduced, host_reads,
-                    is_complex, normalize_axis)
+                    is_complex, normalize_axis, sum_axes)
 from .reuse import BroadcastGrad, IndexedGrad, reusable, scaled
 
 
@@ -132,7 +132,7 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
             if bool(xp.isfinite(share)):
                 return IndexedGrad(xp, x.shape, where, share)
     weights = xp.astype(mask, g.dtype)
-    count = xp.sum(weights, axis=axis, keepdims=True)
+    count = sum_axes(xp, weights, normalize_axis(axis, x.ndim), keepdims=True)
     return scaled(weights, expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
 
 
