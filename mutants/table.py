@@ -397,6 +397,8 @@ MUTANTS = [
       "kept = ((1,) * count + rest if lead else rest + (1,) * count) if keepdims else rest",
       "kept = ((1,) * count + rest if lead else (1,) * count + rest) if keepdims else rest",
       "backward's product with ones puts a trailing reduction's kept axes first"),
+    M("core-sum-axes-length", R + "_core.py", "MATMUL_SUM_MAX = 1024", "MATMUL_SUM_MAX = 10**9",
+      "backward sums a million float32 values by BLAS, 10**5 times less accurately than NumPy"),
     # rules/reuse.py
     M("h-reuse-times-refs", R + "reuse.py", "if private(d, 3) or _spent(d):",
       "if private(d, 4) or _spent(d):",
