@@ -460,13 +460,18 @@ def _plain_options(args, kwargs, reads) -> bool:
     """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), and
     every keyword one the rule reads (``reads``; None: any), so that the fast path may pass them
     on unchanged. Anything else takes the general path, which checks it."""
-    if reads is not None and any(key not in reads for key in kwargs):
+    if reads is not None and not kwargs.keys() <= reads:
         return False
-    for value in (*args, *kwargs.values()):
+    return _plain_values(kwargs.values()) and (not args or _plain_values(args))
+
+
+def _plain_values(values) -> bool:
+    for value in values:
         kind = value.__class__
         if kind is tuple:
-            if any(item.__class__ is not int for item in value):
-                return False
+            for item in value:
+                if item.__class__ is not int:
+                    return False
         elif kind not in _OPTION_TYPES:
             return False
     return True
@@ -502,9 +507,11 @@ def _one_array_fast(recorder):
         if not (x._requires_grad and _state.enabled):
             return _make(out, backend, None, 0, False)
         params = None
-        if args or kwargs:
+        if args:
             params = dict(zip(names, args))
             params.update(kwargs)
+        elif kwargs:  # (a fresh dict each call: the node may keep it)
+            params = kwargs
         grad_fn, dtype = x.grad_fn, out.dtype
         node = linked(rule, backend, grad_fn or accumulator(x), x._output_nr if grad_fn else 0,
                       False, 0, ((data.shape, data.dtype), (out.shape, dtype)),

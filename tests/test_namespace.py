@@ -114,6 +114,36 @@ def test_positional_options_are_refused_not_misread(backend, rng, name):
                 backend=backend.name)
 
 
+@pytest.mark.parametrize("call, option", [
+    (lambda xp, x: xp.reshape(x, (4, 3), order="F"), "order='F'"),
+    (lambda xp, x: xp.sum(x, axis=1, initial=0.5), "initial=0.5"),
+    (lambda xp, x: xp.max(x, axis=0, keepdims=True, initial=100.0), "initial=100.0"),
+])
+def test_plain_options_no_rule_reads_are_refused(call, option, rng):
+    """A plain-valued option (a string, a number) that the rule does not read would change the
+    value but not the gradient: the one-array fast path hands it to the checks, which refuse."""
+    xp = ag.namespace("numpy")
+    x = ag.Variable(rng.standard_normal((3, 4)), requires_grad=True)
+    with pytest.raises(TypeError, match=rf"the option {option}.*does not read it"):
+        call(xp, x)
+
+
+@pytest.mark.parametrize("axis", [np.int64(1), (np.int64(1),)])
+def test_backend_integers_as_options_are_read_as_python_ints(axis, rng):
+    """``axis=np.int64(1)``, alone or in a tuple, is not a plain option: the general path
+    converts it, and the gradient is the one of ``axis=1``."""
+    xp = ag.namespace("numpy")
+    a = rng.standard_normal((3, 4))
+    x = ag.Variable(a, requires_grad=True)
+    y = xp.max(x, axis=axis, keepdims=True)
+    recorded = y.grad_fn.params["axis"]
+    assert [type(item) for item in (recorded if type(recorded) is tuple else (recorded,))] == [int]
+    assert recorded in (1, (1,))
+    xp.sum(y * xp.asarray(np.arange(1.0, 4.0)[:, None])).backward()
+    expected = (a == a.max(axis=1, keepdims=True)) * np.arange(1.0, 4.0)[:, None]
+    np.testing.assert_array_equal(x.grad.data, expected)
+
+
 def test_var_and_std_with_correction(backend, rng):
     a = rng.standard_normal((3, 4))
     check_grads(lambda x: backend.xp.var(x, axis=1, correction=1), a, backend=backend.name)
