@@ -209,3 +209,16 @@ def test_python_dash_m_arraygrad_is_the_command():
     done = subprocess.run([sys.executable, "-m", "arraygrad", "nonsense"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+def test_every_capability_is_documented_for_plugin_authors():
+    """docs/plugins.md's table of capabilities names each flag a backend may declare, with its
+    default: a flag added to the code without a line there is a flag no plugin author can know."""
+    from pathlib import Path
+
+    table = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text()
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)`[^\n]*", table, re.M)}
+    for flag, default in ag.DEFAULT_CAPABILITIES.items():
+        assert flag in rows, f"docs/plugins.md does not document the capability {flag!r}"
+        if default is False:
+            assert "(default `False`)" in rows[flag], rows[flag][:80]
