@@ -302,7 +302,8 @@ _sum_plans: dict = {}  # {(shape, axes, keepdims): _sum_plan's answer}
 _ones: dict = {}  # {(array type, shape, dtype): read-only ones, a vector, a row or a column}
 MATMUL_SUM_MAX = 1024
 """The longest sum :func:`sum_axes` makes a product: BLAS adds in fewer partial sums than
-NumPy's pairwise summation, which over 10**6 float32 values errs 10**5 times less."""
+NumPy's pairwise summation, which over 10**6 float32 values errs 10**5 times less (2.7e-9
+against 2.3e-4, relative)."""
 
 
 def sum_axes(xp, g, axes, keepdims=False):
@@ -338,10 +339,10 @@ def sum_axes(xp, g, axes, keepdims=False):
 def _sum_plan(shape, axes, keepdims):
     """How :func:`sum_axes` sums ``axes`` of ``shape`` as a matrix-vector product, or False
     where it cannot (axes neither leading nor trailing, an empty array, more than
-    ``MATMUL_SUM_MAX`` values into each result): ``(leading?, reduced
-    length, kept size, shape of the ones, shape to give the product or None)``. The ones are a
-    row or a column where that gives the product its shape already: a reshaped product would be
-    a view, which backward copies before keeping it or adding into it."""
+    ``MATMUL_SUM_MAX`` values into each result): ``(leading?, reduced length, kept size, shape
+    of the ones, shape to give the product or None)``. The ones are a row or a column where that
+    gives the product its shape already: a reshaped product would be a view, which backward
+    copies before keeping it or adding into it."""
     count = len(axes)
     lead = axes == tuple(range(count))
     if not count or not (lead or axes == tuple(range(len(shape) - count, len(shape)))):
