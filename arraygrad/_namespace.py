@@ -583,6 +583,9 @@ def _saved_picker(sources, users, needs):
             if kind == "shape":
                 shapes.append(len(positions))
             positions.append(1 + index)
+    if shapes == [0] and len(positions) == 1:  # subtract's x2_shape: no loop
+        (position,) = positions
+        return lambda values: (_shape(values[position]),)
     if shapes:
         return lambda values: tuple(_shape(values[p]) if k in shapes else values[p]
                                     for k, p in enumerate(positions))

@@ -234,6 +234,14 @@ def conj(xp, a):
     return a
 
 
+def transposed(xp, a):
+    """``a`` with its last two axes swapped: its attribute ``mT`` (standard since 2022.12), one
+    attribute read where ``xp.matrix_transpose`` through array-api-compat is a call ten times
+    longer; that function where an array has no such attribute."""
+    swapped = getattr(a, "mT", None)
+    return xp.matrix_transpose(a) if swapped is None else swapped
+
+
 def set_index(xp, array, key, value):
     """``array`` with ``array[key] = value``, for an array the rule just made: in place where the
     backend allows it, as a new array where arrays are immutable (JAX)."""

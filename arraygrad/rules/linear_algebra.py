@@ -1,7 +1,8 @@
 """Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot`` and the ``linalg``
 extension's norms."""
 
-from ._core import conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis
+from ._core import (conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis,
+                    transposed)
 
 
 def _as_matrices(xp, g, x1, x2):
@@ -17,19 +18,19 @@ def _as_matrices(xp, g, x1, x2):
 
 def vjp_matmul_x1(xp, g, x1, x2):
     if x1.ndim == 1 and x2.ndim == 2:  # vector @ matrix: a matrix-vector product (gemv)
-        return g @ xp.matrix_transpose(conj(xp, x2))
+        return g @ transposed(xp, conj(xp, x2))
     vector = x1.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
-    grad = g @ xp.matrix_transpose(conj(xp, x2))
+    grad = g @ transposed(xp, conj(xp, x2))
     return grad[..., 0, :] if vector else grad  # batch axes are summed by the engine
 
 
 def vjp_matmul_x2(xp, g, x1, x2):
     if x2.ndim == 1 and x1.ndim == 2:  # matrix @ vector: no promotion to an (n, 1) matrix
-        return xp.matrix_transpose(conj(xp, x1)) @ g
+        return transposed(xp, conj(xp, x1)) @ g
     vector = x2.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
-    grad = xp.matrix_transpose(conj(xp, x1)) @ g
+    grad = transposed(xp, conj(xp, x1)) @ g
     return grad[..., 0] if vector else grad
 
 
