@@ -33,11 +33,20 @@ def linked(rule, backend, first, first_nr, second, second_nr, meta, saved, param
         if len(_metas) >= 4096:
             _metas.clear()
         shared = _metas[key] = meta
-    node = _new_object(Node)  # Node.__init__'s work, without its call
-    node.rule, node.backend, node._edges, node.meta = rule, backend, None, shared
-    node.saved, node.params, node.n_outputs = saved, params, 1
-    node.pre_hooks = node.retained = None
-    node._next, node._nr, node._next2, node._nr2 = first, first_nr, second, second_nr
+    node = _new_object(Node)  # Node.__init__'s work, without its call; one slot a statement,
+    node.rule = rule  # as packed tuples of several (a, b = c, d) cost a fifth more
+    node.backend = backend
+    node._edges = None
+    node.meta = shared
+    node.saved = saved
+    node.params = params
+    node.n_outputs = 1
+    node.pre_hooks = None
+    node.retained = None
+    node._next = first
+    node._nr = first_nr
+    node._next2 = second
+    node._nr2 = second_nr
     if _engine._watching:
         _engine._watch(node)
     return node
