@@ -490,6 +490,7 @@ def _one_array_fast(recorder):
     in_place = (recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
                 and all(kind != "input" for kind, _ in sources))
     negates = recorder.name == "negative" and rule is _NEGATIVE
+    saves = sources[0][0] if len(sources) == 1 else None  # exp's ans, sin's x: picked inline
 
     def function(x, /, *args, **kwargs):
         if x.__class__ is not Variable or x._backend is not backend or (
@@ -515,6 +516,7 @@ def _one_array_fast(recorder):
         grad_fn, dtype = x.grad_fn, out.dtype
         node = linked(rule, backend, grad_fn or accumulator(x), x._output_nr if grad_fn else 0,
                       False, 0, ((data.shape, data.dtype), (out.shape, dtype)),
+                      (out,) if saves == "ans" else (data,) if saves == "input" else
                       _save_unary(sources, data, out), params)
         # x is inexact: a result of its very dtype is too (not so astype(x, int32)'s).
         if not (dtype is data.dtype or backend.is_inexact(dtype)):

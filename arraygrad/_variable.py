@@ -128,6 +128,9 @@ def _describe_key(key) -> str:
                      if part.__class__ is slice else str(part) for part in parts)
 
 
+_new_object = object.__new__
+
+
 class Variable:
     """A differentiable wrapper of an Array API array.
 
@@ -192,7 +195,7 @@ class Variable:
     @classmethod
     def _make(cls, data, backend, grad_fn, output_nr, requires_grad=True):
         """Wrap a raw result without checks (the namespace's fast path)."""
-        self = cls.__new__(cls)
+        self = _new_object(cls)  # (object.__new__ looked up once: Variable has no __new__)
         self._data = data
         self.grad_fn = grad_fn
         self._backend = backend
