@@ -406,6 +406,9 @@ MUTANTS = [
       "backward's product with ones puts a trailing reduction's kept axes first"),
     M("core-sum-axes-length", R + "_core.py", "MATMUL_SUM_MAX = 1024", "MATMUL_SUM_MAX = 10**9",
       "backward sums a million float32 values by BLAS, 10**5 times less accurately than NumPy"),
+    M("core-last-real-dtype", R + "_core.py", "    if not answer:\n        _last_real = dtype",
+      "    _last_real = dtype",
+      "a complex dtype is remembered as real: its next VJP skips the conjugate"),
     # rules/reuse.py
     M("h-reuse-times-refs", R + "reuse.py", "if private(d, 3) or _spent(d):",
       "if private(d, 4) or _spent(d):",

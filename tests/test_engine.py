@@ -313,3 +313,24 @@ def test_linked_nodes_show_the_same_edges_as_general_ones():
     assert z.grad_fn.edges == ((leaf, 0), (leaf, 0))
     w = ag.Variable(np.ones((2, 2))) - s
     assert w.grad_fn.next_functions == ((None, 0), (s.grad_fn, 0))
+
+
+def test_complex_gradients_keep_their_conjugate_when_dtypes_repeat():
+    """Rules remember the last real dtype they met (``rules._core.is_complex``): a complex dtype
+    met again and again, right after a real one or twice in a row, must still be conjugated
+    (PyTorch's convention: the gradient of ``real(f(z))`` is ``conj(f'(z))``)."""
+    from arraygrad.rules._core import is_complex, is_complex_dtype
+
+    xp = ag.namespace("numpy")
+    z0 = np.array([1 + 2j, -0.5 + 0.25j])
+    expected = np.conj((np.cos(z0) + np.sin(z0)) * np.exp(z0))
+    for _ in range(3):
+        r = ag.Variable(np.array([0.3, 1.2]), requires_grad=True)
+        xp.sum(xp.sin(r)).backward()  # a real dtype, remembered
+        z = ag.Variable(z0, requires_grad=True)
+        xp.sum(xp.real(xp.sin(z) * xp.exp(z))).backward()
+        np.testing.assert_allclose(z.grad.data, expected, rtol=1e-12)
+    for dtype in (np.dtype("float64"), np.dtype("complex128"), np.dtype("complex128"),
+                  np.dtype("float32"), np.dtype("float32"), np.dtype("complex64")):
+        assert is_complex_dtype(dtype) is (dtype.kind == "c")
+        assert is_complex(np.zeros(2, dtype)) is (dtype.kind == "c")

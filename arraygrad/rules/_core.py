@@ -205,20 +205,32 @@ backends = BackendQueries()
 _COMPLEX_DTYPES: dict = {}  # {dtype class: {dtype: is complex}}: libraries' dtypes never meet
 
 
+_last_real = None
+"""The dtype last found real: rules ask about one dtype over and over, and an identity check
+answers before a lookup (a race only costs a lookup: every dtype stored here is real)."""
+
+
 def is_complex(a) -> bool:
     dtype = getattr(a, "dtype", None)
+    if dtype is _last_real:
+        return False
     if dtype is None:
         return isinstance(a, complex)
     return is_complex_dtype(dtype)
 
 
 def is_complex_dtype(dtype) -> bool:
+    global _last_real
+    if dtype is _last_real:
+        return False
     cache = _COMPLEX_DTYPES.get(dtype.__class__)
     if cache is None:
         cache = _COMPLEX_DTYPES.setdefault(dtype.__class__, {})
     answer = cache.get(dtype)
     if answer is None:
         answer = cache[dtype] = "complex" in str(dtype)
+    if not answer:
+        _last_real = dtype
     return answer
 
 

@@ -206,7 +206,7 @@ def applied(function, d):
     """``function(d)`` of a one-argument ufunc for a derivative (``sin``'s ``cos(x)``), computed
     into ``d`` (``out=``, which the capability ``reuse_unshared`` promises) when it is a saved
     array only the running VJP holds."""
-    if large(d) and _spent(d) and d.dtype.kind in "fc":
+    if _scratch.saved and large(d) and _spent(d) and d.dtype.kind in "fc":
         return function(d, out=d)
     return function(d)
 
