@@ -209,7 +209,8 @@ class Node:
                                spent and large_shape(broadcast.shape), vjps)
         meta = self.meta
         plain = backend._plain_types
-        for i, grad in enumerate(results):
+        for i in range(len(results)):  # (indexes, not enumerate: compiled, a C loop)
+            grad = results[i]
             if grad is not None and edges[i] is not None:
                 kind = type(grad)
                 if kind not in plain:  # numpy.float64 from 0-d arithmetic, say
@@ -286,13 +287,15 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=N
     if owned or spent:
         return _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps)
     results = []
-    for edge, vjp, pick, keywords in zip(edges, vjps, rule.pickers, rule.keywords):
-        if edge is None or vjp is None:
+    pickers = rule.pickers
+    for i in range(len(edges)):  # (indexes, not zip: compiled, a C loop over the tuples)
+        vjp = vjps[i]
+        if edges[i] is None or vjp is None:
             results.append(None)
         elif params:
-            results.append(vjp(xp, g, *pick(saved), **_options(params, keywords)))
+            results.append(vjp(xp, g, *pickers[i](saved), **_options(params, rule.keywords[i])))
         else:
-            results.append(vjp(xp, g, *pick(saved)))
+            results.append(vjp(xp, g, *pickers[i](saved)))
     return results
 
 
@@ -310,7 +313,8 @@ def _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps):
         active, picked = [active[n] for n in ranks], [picked[n] for n in ranks]
     results = [None] * len(edges)
     last = len(active) - 1
-    for n, i in enumerate(active):
+    for n in range(len(active)):  # (indexes, not enumerate: compiled, a C loop)
+        i = active[n]
         args = picked[n]
         options = _options(params, rule.keywords[i]) if params else _NO_OPTIONS
         _scratch.grad = g if n == last and owned and not _returned(results, g) else None
@@ -605,7 +609,8 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                     _anomaly.check(node, [r.data if isinstance(r, Variable) else dense(r)
                                           for r in results])
                 grads = None  # a VJP may return its g: the buffer must not count as a holder
-            for i, edge in enumerate(edges):
+            for i in range(len(edges)):  # (indexes, not enumerate: compiled, a C loop)
+                edge = edges[i]
                 if edge is None:
                     continue
                 child = edge[0]
