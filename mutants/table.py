@@ -199,8 +199,8 @@ MUTANTS = [
       "return xp.linalg.diagonal(xp.linalg.solve(V, V @ xp.astype(t, V.dtype)))",
       "eigvals' JVP: V^-1 V dA instead of V^-1 dA V (VJP right)"),
     # ------------------------------------------------------------------ rules/linear_algebra.py
-    M("mm-x1-conj", R + "linear_algebra.py", "grad = g @ transposed(xp, conj(xp, x2))",
-      "grad = g @ transposed(xp, x2)", "matmul's VJP wrt x1 without conj (complex only)"),
+    M("mm-x1-conj", R + "linear_algebra.py", "grad = g @ H(xp, x2)",
+      "grad = g @ xp.matrix_transpose(x2)", "matmul's VJP wrt x1 without conj (complex only)"),
     M("mm-vector-index", R + "linear_algebra.py", "return grad[..., 0, :] if vector else grad",
       "return grad[..., :, 0] if vector else grad",
       "matmul with 1-D x1: the wrong axis dropped (fit then broadcasts silently)"),

@@ -246,12 +246,13 @@ def conj(xp, a):
     return a
 
 
-def transposed(xp, a):
-    """``a`` with its last two axes swapped: its attribute ``mT`` (standard since 2022.12), one
-    attribute read where ``xp.matrix_transpose`` through array-api-compat is a call ten times
-    longer; that function where an array has no such attribute."""
+def H(xp, a):
+    """The conjugate transpose of ``a``'s last two axes. The transpose is the attribute ``mT``
+    (standard since 2022.12), one attribute read where ``xp.matrix_transpose`` through
+    array-api-compat is a call ten times longer; that function where an array has no such
+    attribute (Dask)."""
     swapped = getattr(a, "mT", None)
-    return xp.matrix_transpose(a) if swapped is None else swapped
+    return conj(xp, xp.matrix_transpose(a) if swapped is None else swapped)
 
 
 def set_index(xp, array, key, value):

@@ -5,14 +5,10 @@ eigenvectors and singular vectors are defined up to phase, so only phase-invaria
 them have gradients.
 """
 
-from ._core import (LINEAR, RULES, TRANSPOSE, conj, defvjp, device_of, is_complex,
+from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defvjp, device_of, is_complex,
                     nondifferentiable)
 from .linalg_eig import _diag_embed, _eye, _gaps
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
-
-
-def H(xp, a):
-    return conj(xp, xp.matrix_transpose(a))
 
 
 def _scalar(g):

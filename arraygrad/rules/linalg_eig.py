@@ -6,7 +6,7 @@ With ``E[i, j] = L[j] - L[i]`` (1 on the diagonal) and ``P = V^{-1} dA V``, the 
 ``dL = diag(P)`` and ``dV = V (P / E, diagonal 0)`` minus its component along ``V``.
 """
 
-from ._core import defvjp, device_of
+from ._core import H, defvjp, device_of
 
 
 def _eye(xp, n, device):
@@ -24,7 +24,7 @@ def _diag_embed(xp, d):
 
 
 def _backward(xp, gL, gV, L, V):
-    Vh = xp.conj(xp.matrix_transpose(V))
+    Vh = H(xp, V)
     inner = xp.zeros_like(Vh) if gV is None else Vh @ gV
     if gV is not None:  # keep the gauge-invariant part of gV
         phases = xp.real(xp.linalg.diagonal(inner))
@@ -45,7 +45,7 @@ def jvp_eig(xp, t, ans):
     P = xp.linalg.solve(V, xp.astype(t, V.dtype) @ V)
     dL = xp.linalg.diagonal(P)
     dV = V @ xp.where(_eye(xp, L.shape[-1], device_of(L)), xp.zeros_like(P), P / _gaps(xp, L))
-    phases = xp.real(xp.linalg.diagonal(xp.conj(xp.matrix_transpose(V)) @ dV))
+    phases = xp.real(xp.linalg.diagonal(H(xp, V) @ dV))
     return dL, dV - V * xp.astype(phases, V.dtype)[..., None, :]
 
 

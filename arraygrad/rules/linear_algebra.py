@@ -1,8 +1,7 @@
 """Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot`` and the ``linalg``
 extension's norms."""
 
-from ._core import (conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis,
-                    transposed)
+from ._core import H, conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis
 
 
 def _as_matrices(xp, g, x1, x2):
@@ -18,19 +17,19 @@ def _as_matrices(xp, g, x1, x2):
 
 def vjp_matmul_x1(xp, g, x1, x2):
     if x1.ndim == 1 and x2.ndim == 2:  # vector @ matrix: a matrix-vector product (gemv)
-        return g @ transposed(xp, conj(xp, x2))
+        return g @ H(xp, x2)
     vector = x1.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
-    grad = g @ transposed(xp, conj(xp, x2))
+    grad = g @ H(xp, x2)
     return grad[..., 0, :] if vector else grad  # batch axes are summed by the engine
 
 
 def vjp_matmul_x2(xp, g, x1, x2):
     if x2.ndim == 1 and x1.ndim == 2:  # matrix @ vector: no promotion to an (n, 1) matrix
-        return transposed(xp, conj(xp, x1)) @ g
+        return H(xp, x1) @ g
     vector = x2.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
-    grad = transposed(xp, conj(xp, x1)) @ g
+    grad = H(xp, x1) @ g
     return grad[..., 0] if vector else grad
 
 
@@ -98,9 +97,9 @@ def vjp_tensordot(xp, g, x1, x2, *, axes=2):
     m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), -1))
     m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (-1, _prod(x2, free2)))
     gm = xp.reshape(g, (m1.shape[0], m2.shape[1]))
-    g1 = xp.reshape(gm @ xp.matrix_transpose(conj(xp, m2)),
+    g1 = xp.reshape(gm @ H(xp, m2),
                     tuple(x1.shape[i] for i in free1 + a1))
-    g2 = xp.reshape(xp.matrix_transpose(conj(xp, m1)) @ gm,
+    g2 = xp.reshape(H(xp, m1) @ gm,
                     tuple(x2.shape[i] for i in a2 + free2))
     return [xp.permute_dims(g1, _inverse(free1 + a1)), xp.permute_dims(g2, _inverse(a2 + free2))]
 
