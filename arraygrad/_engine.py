@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from _thread import RLock as _RLock  # (what threading.RLock() returns, without its Python call)
 
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
@@ -394,7 +395,7 @@ class AccumulateGrad:
     def __init__(self, variable):
         self.variable = variable
         # Reentrant: a hook may itself call backward() into this leaf.
-        self.lock = threading.RLock()
+        self.lock = _RLock()
 
     def __repr__(self):
         return "<AccumulateGrad>"
@@ -725,7 +726,7 @@ def _node_hooks(node, grads, create_graph):
         with _creating:
             lock = getattr(node, "lock", None)
             if lock is None:
-                lock = node.lock = threading.RLock()
+                lock = node.lock = _RLock()
     with lock:  # backward passes in other threads may share this node
         return _run_node_hooks(node, [dense(grad) for grad in grads], create_graph)
 

@@ -73,6 +73,12 @@ def _check_flag(what, value):
         raise TypeError(f"{what} must be True or False, got {value!r}")
 
 
+def _cannot_require_grad(dtype):
+    return GradientError(
+        f"only floating-point and complex Variables can require grad, but this one has dtype "
+        f"{dtype}. Convert it first, e.g. Variable(xp.astype(a, xp.float64), requires_grad=True).")
+
+
 _NUMBERS_ONLY = object()
 
 
@@ -159,7 +165,8 @@ class Variable:
                           UserWarning, stacklevel=2)
         if isinstance(data, Variable):
             data = data.data
-        _check_flag("Variable(): requires_grad", requires_grad)
+        if requires_grad.__class__ is not bool:
+            _check_flag("Variable(): requires_grad", requires_grad)
         backend = registry.of(data)
         if backend is None:
             if isinstance(data, (list, tuple)) and _holds_variable(data):
@@ -177,7 +184,10 @@ class Variable:
                     f"no registered backend owns (registered: {names}). Pass an array of one of "
                     "them, or register a plugin for its library with arraygrad.register_backend().")
         else:
-            data = backend.coerce(backend.untracked(data, "Variable()"))
+            if backend.tracked is not None:
+                data = backend.untracked(data, "Variable()")
+            if data.__class__ not in backend._plain_types:
+                data = backend.coerce(data)
         if backend.operators is None:
             backend.ns  # build the namespace, which Variable's operators use
         self._data = data
@@ -189,8 +199,10 @@ class Variable:
         self._hooks = None
         self._retains_grad = False
         self._accumulator = None
-        if requires_grad:
-            self.requires_grad = True
+        if requires_grad:  # (the setter's checks that a new leaf needs, without its call)
+            if not backend.is_inexact(data.dtype):
+                raise _cannot_require_grad(data.dtype)
+            self._requires_grad = True
 
     @classmethod
     def _make(cls, data, backend, grad_fn, output_nr, requires_grad=True):
@@ -235,10 +247,7 @@ class Variable:
                     f"made by {self.grad_fn.name()}. Use y = x.detach() instead.")
             return
         if flag and not self._backend.is_inexact(self.data.dtype):
-            raise GradientError(
-                f"only floating-point and complex Variables can require grad, but this one has "
-                f"dtype {self.data.dtype}. Convert it first, e.g. "
-                "Variable(xp.astype(a, xp.float64), requires_grad=True).")
+            raise _cannot_require_grad(self.data.dtype)
         self._requires_grad = flag
 
     @property

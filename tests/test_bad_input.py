@@ -395,3 +395,29 @@ def test_assigning_data_that_the_variable_cannot_hold_is_refused_at_the_assignme
     constant = ag.Variable(np.ones(2))
     constant.data = np.array([1, 2])
     assert xp.sum(constant * 3).item() == 9
+
+
+@pytest.mark.parametrize("data", [np.arange(3), np.array([True, False]), np.int32(4)],
+                         ids=["int64", "bool", "int32-scalar"])
+def test_a_variable_of_integers_or_booleans_cannot_require_grad(data):
+    """As torch.tensor([1, 2], requires_grad=True): refused when built and when set later, with
+    the conversion to make; a constant of the same data is fine."""
+    dtype = np.asarray(data).dtype
+    with pytest.raises(ag.GradientError, match=rf"can require grad, but this one has dtype "
+                                               rf"{dtype}\. .*xp\.astype\(a, xp\.float64\)"):
+        ag.Variable(data, requires_grad=True)
+    constant = ag.Variable(data)
+    with pytest.raises(ag.GradientError, match=rf"has dtype {dtype}\."):
+        constant.requires_grad = True
+    assert constant.requires_grad is False and constant.grad_fn is None
+
+
+def test_numpy_scalars_become_0d_arrays_every_time():
+    """NumPy scalars (np.float64(2.5), what a reduction returns) are coerced to 0-d arrays,
+    the first time a scalar type is met and every time after it."""
+    for _ in range(3):
+        for scalar in (np.float64(2.5), np.float32(2.5), np.complex128(2.5 + 1j)):
+            v = ag.Variable(scalar, requires_grad=True)
+            assert type(v.data) is np.ndarray and v.data.shape == () and v.data.dtype == scalar.dtype
+            xp.real(v * v).backward()  # (real: complex128 needs it; torch gives 2 conj(z))
+            assert type(v.grad.data) is np.ndarray and v.grad.data == 2 * np.conj(scalar)

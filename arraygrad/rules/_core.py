@@ -241,6 +241,8 @@ def conj(xp, a):
     """Complex conjugate, free for real values (the VJP of a holomorphic op is ``g * conj(d)``)."""
     if a.__class__ in _REAL_NUMBERS:  # a Python scalar operand (x * 2.0): the common case
         return a
+    if getattr(a, "dtype", None) is _last_real:  # (is_complex's first answer, without its call)
+        return a
     if is_complex(a):
         return a.conjugate() if isinstance(a, complex) else xp.conj(a)
     return a

@@ -19,7 +19,10 @@ def private(array, references: int) -> bool:
     """Whether ``array`` owns its memory (NumPy's ``base is None``), is writeable and has at
     most ``references`` references, so that nothing else can see it being overwritten. Only
     arrays of backends with the capability ``reuse_unshared`` qualify."""
-    return (_EXACT_REFCOUNTS and reusable(array) and array.base is None
+    answer = _reusable_types.get(array.__class__)  # (reusable(array), without its call)
+    if answer is None:
+        answer = reusable(array)
+    return (_EXACT_REFCOUNTS and answer and array.base is None
             and sys.getrefcount(array) <= references
             and getattr(array.flags, "writeable", True))  # no such flag: always writeable
 
