@@ -2,25 +2,20 @@
 reshapes and transforms across chunks), and SciPy's special functions on dask arrays. Used by
 the dask plugin's declaration."""
 
+from ._over_compat import OverCompat
 
-class Namespace:
+
+class Namespace(OverCompat):
     """``array_api_compat.dask.array`` plus the functions of the standard it lacks (below)."""
 
-    def __init__(self, compat):
-        self._compat = compat
-        self.__name__ = compat.__name__  # so that arraygrad.namespace(compat) finds this backend
+    _role = "fix-ups"
 
-    def __getattr__(self, name):
-        value = getattr(self._compat, name)
+    def _adapt(self, name, value):
         if name == "fft":
-            value = SingleChunkFFT(value)
-        elif name == "linalg":
-            value = Linalg(value)
-        setattr(self, name, value)  # found once: rules look functions up on every backward
+            return SingleChunkFFT(value)
+        if name == "linalg":
+            return Linalg(value)
         return value
-
-    def __repr__(self):
-        return f"<arraygrad's fix-ups over {self._compat!r}>"
 
     @staticmethod
     def broadcast_shapes(*shapes):
@@ -65,20 +60,14 @@ class Namespace:
                                      dtype=x.dtype, chunks=indices.chunks)
 
 
-class Linalg:
+class Linalg(OverCompat):
     """array-api-compat's dask ``linalg``, whose ``cholesky`` passes dask's default through:
     the *upper* factor. The standard's is the lower one unless ``upper=True``. Its ``inv``
     solves against a float64 identity, so a float32 input gave a float64 inverse. Its ``svd``
     refuses the standard's default ``full_matrices=True`` even where it changes nothing (a
     square matrix), and its ``svdvals`` calls that default, so it always raised."""
 
-    def __init__(self, linalg):
-        self._linalg = linalg
-
-    def __getattr__(self, name):
-        value = getattr(self._linalg, name)
-        setattr(self, name, value)  # found once
-        return value
+    _role = "fix-ups"
 
     @staticmethod
     def cholesky(x, /, *, upper=False):
@@ -87,7 +76,7 @@ class Linalg:
         return dask.array.linalg.cholesky(x, lower=not upper)
 
     def inv(self, x, /):
-        return self._linalg.inv(x).astype(x.dtype, copy=False)  # keep float32 (complex64)
+        return self._compat.inv(x).astype(x.dtype, copy=False)  # keep float32 (complex64)
 
     def svd(self, x, /, *, full_matrices=True, compute_uv=True):
         # compute_uv: NumPy's option, accepted as array-api-compat's NumPy svd accepts it (the
@@ -100,7 +89,7 @@ class Linalg:
                 f"({m}, {min(m, n)}), Vh of shape ({min(m, n)}, {n})). Pass "
                 "full_matrices=False, or call linalg.svdvals(x) for the singular values alone")
         u, s, vh = _reduced_svd(x)
-        return s if not compute_uv else self._linalg.SVDResult(u, s, vh)
+        return s if not compute_uv else self._compat.SVDResult(u, s, vh)
 
     def svdvals(self, x, /):
         return _reduced_svd(x)[1]  # dask computes U and Vh too (its SVD is a tall QR first)
@@ -110,7 +99,7 @@ class Linalg:
     # compute_uv: both take the singular values from svdvals above.
     def matrix_norm(self, x, /, *, keepdims=False, ord="fro"):
         if ord not in (2, -2, "nuc"):
-            return self._linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+            return self._compat.matrix_norm(x, keepdims=keepdims, ord=ord)
         s = self.svdvals(x)
         norm = s.max(axis=-1) if ord == 2 else s.min(axis=-1) if ord == -2 else s.sum(axis=-1)
         return norm[..., None, None] if keepdims else norm

@@ -9,6 +9,8 @@ import math
 
 import numpy
 
+from ._over_compat import OverCompat
+
 _ndarray = numpy.ndarray
 _add, _maximum, _minimum = numpy.add.reduce, numpy.maximum.reduce, numpy.minimum.reduce
 _true_divide, _intp = numpy.true_divide, numpy.intp
@@ -16,20 +18,10 @@ _REAL = frozenset("fd")  # float32, float64: max, min, mean
 _INEXACT = frozenset("fdFD")  # and complex64, complex128: sum
 
 
-class Namespace:
+class Namespace(OverCompat):
     """``array_api_compat.numpy``, faster where it can be (below) and the same elsewhere."""
 
-    def __init__(self, compat):
-        self._compat = compat
-        self.__name__ = compat.__name__  # so that arraygrad.namespace(compat) finds this backend
-
-    def __getattr__(self, name):
-        value = getattr(self._compat, name)
-        setattr(self, name, value)  # found once: rules look functions up on every backward
-        return value
-
-    def __repr__(self):
-        return f"<arraygrad's fast paths over {self._compat!r}>"
+    _role = "fast paths"
 
     matmul = staticmethod(numpy.matmul)  # (array-api-compat's calls it through a wrapper)
 
