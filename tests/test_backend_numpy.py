@@ -2,6 +2,7 @@
 array-api-compat's function gives, bit for bit and of the same type, and leaves what it does
 not cover (other dtypes, options, array types, empty arrays, bad axes) to that function."""
 
+import copy
 import warnings
 
 import array_api_compat.numpy as compat
@@ -32,6 +33,17 @@ def test_the_backend_takes_the_fast_paths_over_array_api_compat():
     assert raw.sum is not compat.sum and raw.mean is not compat.mean
     assert raw.matmul is np.matmul
     assert raw.exp is compat.exp  # everything else is array-api-compat's, unchanged
+
+
+def test_the_wrapper_copies_and_says_what_it_wraps():
+    """A copy (made before ``__init__`` runs) looks its functions up anew, with no endless
+    ``__getattr__`` loop over the unset wrapped namespace; a name neither has is refused by
+    array-api-compat's own AttributeError."""
+    copied = copy.copy(raw)
+    assert copied.exp is compat.exp and copied.sum(np.ones(3)) == 3.0
+    assert repr(copied) == f"<arraygrad's fast paths over {compat!r}>"
+    with pytest.raises(AttributeError, match="no_such_function"):
+        raw.no_such_function
 
 
 @pytest.mark.parametrize("dtype", sorted(ARRAYS))
