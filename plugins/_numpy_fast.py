@@ -47,7 +47,7 @@ class Namespace(OverCompat):
         if x.__class__ is _ndarray and not options and x.dtype.char in _REAL and x.size:
             total = _add(x, axis, None, None, keepdims=keepdims)  # (checks axis first)
             count = _intp(x.size if axis is None else math.prod(
-                x.shape[a] for a in ((axis,) if axis.__class__ is int else axis)))
+                x.shape[a] for a in (axis if axis.__class__ is tuple else (axis,))))
             if total.__class__ is _ndarray:
                 return _true_divide(total, count, out=total, casting="unsafe", subok=False)
             return total.dtype.type(total / count)

@@ -56,6 +56,18 @@ def test_reductions_give_array_api_compats_values_bit_for_bit(name, dtype, axis,
          getattr(compat, name)(x, axis=axis, keepdims=keepdims))
 
 
+@pytest.mark.parametrize("axis", [np.int64(1), np.intp(-1), (np.int32(0), 2)],
+                         ids=["int64", "intp-negative", "tuple-of-int32"])
+@pytest.mark.parametrize("name", ["sum", "max", "min", "mean"])
+def test_reductions_take_numpy_integer_axes_as_array_api_compat_does(name, axis):
+    """An axis that is a NumPy integer (what ``np.argmax`` or ``x.ndim - 1`` on a NumPy value
+    gives) is an axis: mean's count once took it for a tuple and raised a TypeError."""
+    x = ARRAYS["float64"]
+    for keepdims in (False, True):
+        same(getattr(raw, name)(x, axis=axis, keepdims=keepdims),
+             getattr(compat, name)(x, axis=axis, keepdims=keepdims))
+
+
 @pytest.mark.parametrize("name", ["sum", "mean"])
 def test_long_float32_sums_keep_numpys_pairwise_order(name):
     x = (rng.standard_normal(100_003) + 1e3).astype(np.float32)  # naive order differs
