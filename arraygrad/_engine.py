@@ -27,7 +27,8 @@ from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import broadcasts, is_complex, is_complex_dtype, sum_axes
 from .rules import reuse as _reuse
-from .rules.reuse import BroadcastGrad, IndexedGrad, _scratch, dense, large, large_shape, private
+from .rules.reuse import (BroadcastGrad, IndexedGrad, ScaledGrad, _scratch, dense, large,
+                          large_shape, private)
 
 _FREED = object()
 
@@ -172,6 +173,7 @@ class Node:
             if xp is None:
                 xp = backend.raw
         broadcast = None  # the BroadcastGrad whose small value the rule's VJPs take as g
+        scale = None  # the ScaledGrad's scale, which the rule's results get after its VJPs
         if self.n_outputs == 1:
             g = grads[0]
             kind = type(g)  # (type(), not __class__: compiled, it reads the object's type)
@@ -182,6 +184,15 @@ class Node:
                 if vjps is not None and not create_graph:
                     broadcast = g
                     g = g.value
+                else:
+                    g = g.dense()
+            elif kind is ScaledGrad:
+                if (not create_graph and getattr(rule, "takes_scaled", False)
+                        and _scale_later(self.meta, self.edges if edges is None else edges,
+                                         g.value.size)):
+                    scale = g.scale
+                    g = g.value
+                    g_size = g.size
                 else:
                     g = g.dense()
         else:
@@ -206,8 +217,17 @@ class Node:
         if broadcast is None:
             results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
         else:
-            results = run_vjps(rule, xp, g, saved, self.params, edges, False,
-                               spent and large_shape(broadcast.shape), vjps)
+            # A scalar g (mean's of everything): broadcast VJPs may leave it as a ScaledGrad's
+            # scale where every input's node takes one.
+            scales = broadcast.value.size == 1 and _take_scaled(edges)
+            if scales:
+                _scratch.scales = True
+            try:
+                results = run_vjps(rule, xp, g, saved, self.params, edges, False,
+                                   spent and large_shape(broadcast.shape), vjps)
+            finally:
+                if scales:
+                    _scratch.scales = False
         meta = self.meta
         plain = backend._plain_types
         for i in range(len(results)):  # (indexes, not enumerate: compiled, a C loop)
@@ -215,14 +235,24 @@ class Node:
             if grad is not None and edges[i] is not None:
                 kind = type(grad)
                 if kind not in plain:  # numpy.float64 from 0-d arithmetic, say
-                    if kind is not IndexedGrad and kind is not BroadcastGrad:
+                    if kind is not IndexedGrad and kind is not BroadcastGrad \
+                            and kind is not ScaledGrad:
                         grad = results[i] = backend.coerce(grad)  # (those are kept, when fit)
                 shape, dtype = meta[i]
-                if broadcast is not None and kind is not BroadcastGrad:
+                if kind is ScaledGrad:  # a broadcast VJP's (reuse.broadcast_times)
+                    results[i] = _fit_scaled(xp, grad, broadcast, shape, dtype, rule.display, i,
+                                             edges[i], backend)
+                elif broadcast is not None and kind is not BroadcastGrad:
                     results[i] = _fit_broadcast(xp, grad, broadcast, shape, dtype, rule.display, i)
                 elif grad.shape != shape or grad.dtype != dtype:  # (a BroadcastGrad that a
                     # broadcast VJP returned, sum's, is fit only if it is not the input's)
                     results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i, True)
+                if scale is not None:
+                    grad = results[i]  # (a name, not results[i]: compiled, a temporary passed
+                    # is held by the caller too) References here: the results list and grad;
+                    # where it is g, g and the ScaledGrad in the buffer list too.
+                    results[i] = _rescaled(xp, grad, scale, g_size, edges[i], backend,
+                                           4 if grad is g else 2)
         return results
 
     def _cannot_run(self):
@@ -569,6 +599,76 @@ def _fit_broadcast(xp, grad, broadcast, shape, dtype, op, index):
     return BroadcastGrad(xp, shape, grad, broadcast.expand if shape == out else None)
 
 
+def _take_scaled(edges) -> bool:
+    """Whether the node of every edge takes a :class:`ScaledGrad` (``rules.defscaled``)."""
+    for edge in edges:
+        if edge is not None:
+            node = edge[0]
+            if type(node) is not Node or node.n_outputs != 1 \
+                    or not getattr(node.rule, "takes_scaled", False):
+                return False
+    return True
+
+
+def _scale_later(meta, edges, size) -> bool:
+    """Whether a ScaledGrad's scale costs less on a node's results than on its ``g`` of
+    ``size`` elements: no input that needs a gradient is larger, and at most one is as large
+    (``r - y``'s ``r``, not both of ``a + b``)."""
+    if size.__class__ is not int:  # (a lazy size)
+        return False
+    as_large = 0
+    for i in range(len(edges)):
+        if edges[i] is not None:
+            n = 1
+            for length in meta[i][0]:
+                if length.__class__ is not int:
+                    return False
+                n *= length
+            if n > size:
+                return False
+            as_large += n == size
+    return as_large <= 1
+
+
+def _fit_scaled(xp, grad, broadcast, shape, dtype, op, index, edge, backend):
+    """Fit a :class:`ScaledGrad` that a broadcast VJP returned to its input (its value as any
+    result), then scale it now or later (:func:`_rescaled`)."""
+    value = grad.value
+    if broadcast is not None:
+        value = _fit_broadcast(xp, value, broadcast, shape, dtype, op, index)
+    elif value.shape != shape or value.dtype != dtype:
+        value = fit(xp, value, shape, dtype, op, index, True)
+    return _rescaled(xp, value, grad.scale, grad.value.size, edge, backend, None)
+
+
+def _rescaled(xp, grad, scale, size, edge, backend, held):
+    """A result times ``scale`` (one element, real): still a :class:`ScaledGrad` where it is
+    as large as the ``g`` of ``size`` elements it came from and the node of ``edge`` takes one;
+    else multiplied now, where it is smaller (``X.T @ r``) or small (a BroadcastGrad's value),
+    in place where the caller's ``held`` references are all there are (None: unknown).
+    (``grad`` is never rebound, and no argument has a default: compiled, either would hold one
+    more reference.)"""
+    kind = type(grad)
+    if kind is ScaledGrad:  # (another thread's backward let a VJP return one: both scales)
+        return _rescaled(xp, grad.value, scale * _cast(xp, grad.scale, scale.dtype), size, edge,
+                         backend, None)
+    if kind is IndexedGrad:
+        return _rescaled(xp, grad.dense(), scale, size, edge, backend, None)
+    if scale.dtype != grad.dtype:
+        scale = _cast(xp, scale, grad.dtype)
+    if scale.ndim > (grad.value if kind is BroadcastGrad else grad).ndim:  # (else it keeps
+        scale = xp.reshape(scale, ())  # its shape, and Dask fuses it into the product's task)
+    if kind is BroadcastGrad:
+        return BroadcastGrad(xp, grad.shape, grad.value * scale, grad.expand)
+    if grad.size == size and _take_scaled((edge,)):
+        return ScaledGrad(scale, grad)
+    # References besides the caller's: this argument, private's, getrefcount's.
+    if held is not None and private(grad, held + 3):
+        return grad.__imul__(scale)
+    product = grad * scale
+    return product if type(product) in backend._plain_types else backend.coerce(product)
+
+
 def backward(roots, retain_graph, create_graph, capture=None, cut=False):
     """Propagate gradients from ``roots``, a list of ``(edge, gradient)`` pairs.
 
@@ -672,7 +772,14 @@ def _accumulate(buffers, node, output_nr, grad):
     old = buffer[output_nr]
     if old is None:
         buffer[output_nr] = grad
-    elif old.__class__ is BroadcastGrad or grad.__class__ is BroadcastGrad:
+        return
+    if grad.__class__ is ScaledGrad:  # (two consumers of a value: summed as arrays; without
+        # rebinding grad, which compiled would hold one more reference to)
+        _accumulate(buffers, node, output_nr, grad.dense())
+        return
+    if old.__class__ is ScaledGrad:
+        old = buffer[output_nr] = old.dense()
+    if old.__class__ is BroadcastGrad or grad.__class__ is BroadcastGrad:
         # Small if both are; else added into the dense one in place, if it is the engine's own
         # temporary (references as below; grad.__iadd__, not grad +=, which rebinds the name: a
         # compiled function holds one more reference to an argument it rebinds).

@@ -11,7 +11,10 @@ A rule may return a gradient whose shape broadcasts to or from its argument's sh
 related dtype: the engine fits shape and dtype once, centrally. A gradient that only needs
 broadcasting stays small (``reuse.BroadcastGrad``); a rule registered with ``defbroadcast`` has
 VJPs that take that small ``g`` as it is, each of whose results stands for itself broadcast to
-the output's shape (``add``, ``pow``...); every other rule gets it full-size.
+the output's shape (``add``, ``pow``...); every other rule gets it full-size. Where that small
+value is a scalar factor of a full-size result (``mean(r ** 2)``'s ``(2 / n) * r``), it stays
+apart (``reuse.ScaledGrad``) through the rules registered with ``defscaled`` (``subtract``,
+``matmul``...), and the engine applies it where their results are smaller.
 """
 
 from __future__ import annotations

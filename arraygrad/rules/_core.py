@@ -35,7 +35,8 @@ class Rule:
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "broadcast_vjps", "joint_times_g")
+                 "pickers", "users", "positional", "broadcast_vjps", "joint_times_g",
+                 "takes_scaled")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1, joint_times_g=False):
@@ -61,6 +62,7 @@ class Rule:
         self.jvps = jvps if jvps in (LINEAR, TRANSPOSE) else tuple(jvps)
         self.outputs = outputs
         self.broadcast_vjps = None  # VJPs for a g that only broadcasts to the output (defbroadcast)
+        self.takes_scaled = False  # the engine may hand its VJPs g without a scale (defscaled)
         backward = (joint,) if joint is not None else (self.vjps or ())
         forward = self.jvps if self.jvps not in (LINEAR, TRANSPOSE) else ()
         saves: list[str] = []
@@ -147,6 +149,16 @@ def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outpu
     """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient)."""
     RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
                        outputs=outputs)
+
+
+def defscaled(names: str):
+    """Let the engine hand the VJPs of these functions the value of a
+    :class:`~arraygrad.rules.reuse.ScaledGrad` as ``g`` and scale their results afterwards (every VJP is linear in ``g``): where a
+    result is smaller than ``g`` (``X.T @ r``) the scale then costs less, and where it is not,
+    the scale passes on to the next such rule. For rules whose results are never larger than
+    ``g`` when at most one input is as large."""
+    for name in names.split():
+        RULES[name].takes_scaled = True
 
 
 def defbroadcast(name: str, *vjps):

@@ -14,8 +14,8 @@ import inspect
 import math
 import weakref
 
-from ._core import (_REAL_NUMBERS, LINEAR, RULES, Rule, conj, defbroadcast, defvjp, is_complex,
-                    nondifferentiable, sum_to)
+from ._core import (_REAL_NUMBERS, LINEAR, RULES, Rule, conj, defbroadcast, defscaled, defvjp,
+                    is_complex, nondifferentiable, sum_to)
 from .reuse import added, applied, broadcast_times, multiplied, reciprocal, times
 
 
@@ -248,6 +248,7 @@ defbroadcast("divide",  # (x2's: summed to its shape by the engine, not first, a
              lambda xp, g, x2: g / conj(xp, x2),
              lambda xp, g, ans, x2: broadcast_times(-g, conj(xp, ans / x2)))
 defbroadcast("pow", _vjp_pow_base_broadcast, RULES["pow"].vjps[1])
+defscaled("add subtract negative positive")
 
 
 def _share(xp, g, x1, x2, loses):

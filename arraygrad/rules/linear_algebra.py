@@ -1,7 +1,7 @@
 """Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot`` and the ``linalg``
 extension's norms."""
 
-from ._core import H, conj, defjoint, defvjp, expand_reduced, is_complex, normalize_axis
+from ._core import H, conj, defjoint, defscaled, defvjp, expand_reduced, is_complex, normalize_axis
 
 
 def _as_matrices(xp, g, x1, x2):
@@ -71,6 +71,7 @@ defvjp("matmul", vjp_matmul_x1, vjp_matmul_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t @ x2, lambda xp, t, x1: x1 @ t))
 defvjp("matrix_transpose", lambda xp, g: xp.matrix_transpose(g),
        jvps=(lambda xp, t: xp.matrix_transpose(t),))
+defscaled("matmul matrix_transpose")
 def jvp_vector_norm(xp, t, x, ans, *, axis=None, keepdims=False, ord=2):
     # A real-valued reduction: contract t with the VJP's weights, Re(conj(w) t).
     w = vjp_vector_norm(xp, xp.ones_like(ans), x, ans, axis=axis, keepdims=keepdims, ord=ord)

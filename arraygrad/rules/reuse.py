@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import sys
 
-from ._core import _REAL_NUMBERS, backends, broadcasts, forget_matmul_sums_types, host_reads
+from ._core import (_REAL_NUMBERS, backends, broadcasts, forget_matmul_sums_types, host_reads,
+                    is_complex)
 
 _EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 """Reference counts tell who can see an array only where every reference is counted: CPython
@@ -73,11 +74,12 @@ class _Scratch:
     for all threads: it names an array only its own backward can reach, so another thread's
     VJP never holds it, and a race only loses a reuse."""
 
-    __slots__ = ("grad", "saved")
+    __slots__ = ("grad", "saved", "scales")
 
     def __init__(self):
         self.grad = None
         self.saved = ()  # the saved arrays that the running VJP may overwrite
+        self.scales = False  # broadcast VJPs may return a ScaledGrad (every input takes one)
 
 
 _scratch = _Scratch()
@@ -148,6 +150,8 @@ def broadcast_times(g, d):
         return g * d
     if g.size == 1 and reusable(g) and host_reads(g) and bool(g[(0,) * g.ndim] == 1):
         return d
+    if _scratch.scales and g.size == 1 and g.ndim <= d.ndim and not is_complex(g):
+        return ScaledGrad(g, d)
     # d's references: this argument, private's, getrefcount's; or d is a saved array that
     # only the running VJP still holds.
     if broadcasts(tuple(g.shape), tuple(d.shape)) and (private(d, 3) or _spent(d)):
@@ -268,7 +272,26 @@ class BroadcastGrad:
         return self.xp.broadcast_to(value, self.shape)
 
 
+class ScaledGrad:
+    """A gradient that is ``value`` times ``scale``, a real array of one element, of its dtype
+    and of no higher rank: in ``mean((X @ w - y) ** 2)``, ``r = X @ w - y`` times ``2 / n``.
+    Rules declared with ``defscaled`` (``subtract``, ``matmul``...) take ``value`` as their
+    ``g`` and the engine scales their results where they are smaller (``X.T @ r``), so that no
+    full-size product is made, as by hand; whatever else reads it gets :meth:`dense`."""
+
+    __slots__ = ("scale", "value", "shape", "dtype")
+
+    def __init__(self, scale, value):
+        self.scale, self.value = scale, value
+        self.shape, self.dtype = value.shape, value.dtype
+
+    def dense(self):
+        return self.value * self.scale
+
+
 def dense(grad):
-    """``grad`` as an array (an :class:`IndexedGrad` or :class:`BroadcastGrad` materialised)."""
+    """``grad`` as an array (an :class:`IndexedGrad`, :class:`BroadcastGrad` or
+    :class:`ScaledGrad` materialised)."""
     cls = grad.__class__
-    return grad.dense() if cls is IndexedGrad or cls is BroadcastGrad else grad
+    return grad.dense() if cls is IndexedGrad or cls is BroadcastGrad or cls is ScaledGrad \
+        else grad

@@ -9,8 +9,8 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from ._core import (LINEAR, conj, defbroadcast, defvjp, device_of, expand_reduced, host_reads,
-                    is_complex, normalize_axis, sum_axes)
+from ._core import (LINEAR, conj, defbroadcast, defscaled, defvjp, device_of, expand_reduced,
+                    host_reads, is_complex, normalize_axis, sum_axes)
 from .reuse import BroadcastGrad, IndexedGrad, reusable, scaled
 
 
@@ -110,6 +110,7 @@ defbroadcast("sum", lambda xp, g, x_shape, *, axis=None, keepdims=False:
              _spread(xp, g, x_shape, axis, keepdims))
 defbroadcast("mean", lambda xp, g, x_shape, *, axis=None, keepdims=False:
              _spread(xp, g / _mean_count(x_shape, axis), x_shape, axis, keepdims))
+defscaled("sum mean")
 
 
 def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
