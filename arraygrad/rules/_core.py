@@ -153,10 +153,10 @@ def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outpu
 
 def defscaled(names: str):
     """Let the engine hand the VJPs of these functions the value of a
-    :class:`~arraygrad.rules.reuse.ScaledGrad` as ``g`` and scale their results afterwards (every VJP is linear in ``g``): where a
-    result is smaller than ``g`` (``X.T @ r``) the scale then costs less, and where it is not,
-    the scale passes on to the next such rule. For rules whose results are never larger than
-    ``g`` when at most one input is as large."""
+    :class:`~arraygrad.rules.reuse.ScaledGrad` as ``g`` and apply its scale to their results
+    (every VJP is linear in ``g``): on a result smaller than ``g`` (``X.T @ r``) it costs less,
+    and a result as large passes it on to the next such rule. For rules that pass ``g`` on or
+    contract it."""
     for name in names.split():
         RULES[name].takes_scaled = True
 
