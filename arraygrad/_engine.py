@@ -172,6 +172,8 @@ class Node:
             xp = backend._raw
             if xp is None:
                 xp = backend.raw
+        if edges is None:
+            edges = self.edges
         broadcast = None  # the BroadcastGrad whose small value the rule's VJPs take as g
         scale = None  # the ScaledGrad's scale, which the rule's results get after its VJPs
         if self.n_outputs == 1:
@@ -188,11 +190,9 @@ class Node:
                     g = g.dense()
             elif kind is ScaledGrad:
                 if (not create_graph and getattr(rule, "takes_scaled", False)
-                        and _scale_later(self.meta, self.edges if edges is None else edges,
-                                         g.value.size)):
+                        and _scale_later(self.meta, edges, g.value.size)):
                     scale = g.scale
                     g = g.value
-                    g_size = g.size
                 else:
                     g = g.dense()
         else:
@@ -203,8 +203,6 @@ class Node:
             else:
                 g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
                           for i, grad in enumerate(grads))
-        if edges is None:
-            edges = self.edges
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
         # (rules.reuse.large(g), inlined: a tuple of several outputs' gradients has no size)
@@ -251,7 +249,7 @@ class Node:
                     grad = results[i]  # (a name, not results[i]: compiled, a temporary passed
                     # is held by the caller too) References here: the results list and grad;
                     # where it is g, g and the ScaledGrad in the buffer list too.
-                    results[i] = _rescaled(xp, grad, scale, g_size, edges[i], backend,
+                    results[i] = _rescaled(xp, grad, scale, g.size, edges[i], backend,
                                            4 if grad is g else 2)
         return results
 

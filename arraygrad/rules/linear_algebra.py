@@ -72,6 +72,8 @@ defvjp("matmul", vjp_matmul_x1, vjp_matmul_x2, arrays="x1 x2",
 defvjp("matrix_transpose", lambda xp, g: xp.matrix_transpose(g),
        jvps=(lambda xp, t: xp.matrix_transpose(t),))
 defscaled("matmul matrix_transpose")
+
+
 def jvp_vector_norm(xp, t, x, ans, *, axis=None, keepdims=False, ord=2):
     # A real-valued reduction: contract t with the VJP's weights, Re(conj(w) t).
     w = vjp_vector_norm(xp, xp.ones_like(ans), x, ans, axis=axis, keepdims=keepdims, ord=ord)
