@@ -193,6 +193,18 @@ class _Recorder:
             return self.backend.raw.asarray(self.unwrap(value))
         return self.unwrap(value)
 
+    def unread_option(self, key, value):
+        """The error for an option outside the standard that the rule does not read."""
+        start = (f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
+                 "API standard, and ")
+        accepted, instead = _STANDARD_ONLY.get((self.name, key), (value, ""))
+        if accepted is not value:
+            return TypeError(start + "it changes what the function returns, on some backends "
+                             "wrongly, so it is refused. " + instead)
+        return TypeError(start + f"arraygrad's rule for {self.name} does not read it, so the "
+                         "gradient would silently ignore it. Leave it out, or call the function "
+                         "on detached values (x.detach()) where no gradient is needed.")
+
     def options(self, params):
         """The options a recorded call hands its rule: each one the rule reads (else the gradient
         would silently ignore it, as ``reshape(x, s, order="F")`` or ``sum(x, where=m)``), and
@@ -201,12 +213,7 @@ class _Recorder:
         converted = None
         for key, value in params.items():
             if key not in reads:
-                raise TypeError(
-                    f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
-                    f"API standard, and arraygrad's rule for {self.name} does not read it, so the "
-                    "gradient would silently ignore it. " + _OPTION_ADVICE.get(
-                        (self.name, key), "Leave it out, or call the function on detached "
-                        "values (x.detach()) where no gradient is needed."))
+                raise self.unread_option(key, value)
             kind = value.__class__
             if kind in _OPTION_TYPES or key in arrays or key == "key" or (
                     kind is tuple and all(item.__class__ is int for item in value)):
@@ -306,6 +313,13 @@ class _Recorder:
                 inputs.append(value)
         if len(rest) > len(rule.params) and rule.vjps is not None and not rule.sequence:
             raise TypeError(_positional_options(self.name, rule, len(rest)))
+        if kwargs and self.reads is not None:  # refused before the backend's function runs
+            recording = _state.enabled and any(
+                v.__class__ is Variable and v._requires_grad for v in inputs)
+            for key, value in kwargs.items():
+                if key not in self.reads and (recording or _STANDARD_ONLY.get(
+                        (self.name, key), (value,))[0] is not value):
+                    raise self.unread_option(key, value)
         raw_inputs = [unwrap(v) for v in inputs]
         raw_rest = [unwrap(v) for v in rest]
         raw_kwargs = {k: unwrap(v) for k, v in kwargs.items()}
@@ -448,11 +462,12 @@ def _pack(out, results):
 
 
 _OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
-# What to do instead of a library's own option, where leaving it out changes the result.
-_OPTION_ADVICE = {
-    ("linalg.svd", "compute_uv"): "For the singular values alone, call linalg.svdvals(x), "
-                                  "which has a gradient; or call linalg.svd on detached values "
-                                  "(x.detach()) where no gradient is needed.",
+# A library's option refused even where nothing is recorded, but for the value the standard
+# implies, with what to do instead: with compute_uv=False, array-api-compat's NumPy svd unpacks
+# the singular values into U, S and Vh (when there are three) or fails.
+_STANDARD_ONLY = {
+    ("linalg.svd", "compute_uv"): (True, "For the singular values alone, call "
+                                         "linalg.svdvals(x), which has a gradient."),
 }
 
 

@@ -303,7 +303,7 @@ def test_svd_svdvals_and_svd_norms_on_dask_in_any_chunks_agree_with_numpy(chunki
         np.testing.assert_allclose(loss.data.compute(), value.data, rtol=1e-10, err_msg=what)
     np.testing.assert_allclose(ours.grad.data.compute(), reference.grad.data, rtol=1e-8,
                                atol=1e-12)
-    singular = ag.namespace(NAME).linalg.svd(ag.Variable(ours.data), compute_uv=False)
+    singular = ag.namespace(NAME).linalg.svdvals(ag.Variable(ours.data))
     np.testing.assert_allclose(singular.data.compute(), np.linalg.svd(a, compute_uv=False))
     low_rank = a.copy()
     low_rank[..., 0] = low_rank[..., 1]

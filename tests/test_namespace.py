@@ -128,6 +128,33 @@ def test_plain_options_no_rule_reads_are_refused(call, option, rng):
         call(xp, x)
 
 
+def test_unread_options_are_refused_before_the_backend_runs(backend, rng):
+    """With a gradient to record, an option the rule does not read is refused before the
+    backend's function sees it: its own error (torch's, array-api-compat's) is not what the
+    user needs to read."""
+    x = backend.variable(rng.standard_normal((2, 2)), requires_grad=True)
+    with pytest.raises(TypeError, match=r"linalg\.svd\(\): the option hermitian=False .*"
+                                        r"does not read it"):
+        backend.xp.linalg.svd(x, hermitian=False)
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+@pytest.mark.parametrize("n", [2, 3])
+def test_svd_compute_uv_is_refused_with_or_without_a_gradient(backend, rng, requires_grad, n):
+    """compute_uv=False makes array-api-compat's NumPy svd put the singular values of a 3x3
+    matrix in U, S and Vh (and fail on a 2x2): refused on every backend, pointing to svdvals."""
+    x = backend.variable(rng.standard_normal((n, n)), requires_grad=requires_grad)
+    with pytest.raises(TypeError, match=r"linalg\.svd\(\): the option compute_uv=False is not "
+                                        r"an option .*changes what the function returns.*"
+                                        r"call linalg\.svdvals\(x\), which has a gradient"):
+        backend.xp.linalg.svd(x, compute_uv=False)
+    if not requires_grad and backend.name == "numpy":  # the default passes on where no
+        # gradient is recorded (NumPy's svd takes the option; the standard's does not)
+        u, s, vh = backend.xp.linalg.svd(x, compute_uv=True)
+        np.testing.assert_allclose(backend.host(s), np.linalg.svd(backend.host(x),
+                                                                   compute_uv=False))
+
+
 @pytest.mark.parametrize("axis", [np.int64(1), (np.int64(1),)])
 def test_backend_integers_as_options_are_read_as_python_ints(axis, rng):
     """``axis=np.int64(1)``, alone or in a tuple, is not a plain option: the general path
