@@ -206,14 +206,13 @@ class _Recorder:
                          "on detached values (x.detach()) where no gradient is needed.")
 
     def options(self, params):
-        """The options a recorded call hands its rule: each one the rule reads (else the gradient
-        would silently ignore it, as ``reshape(x, s, order="F")`` or ``sum(x, where=m)``), and
-        integer scalars of a backend (``axis=np.int64(1)``) as the Python ints rules expect."""
-        reads, arrays = self.reads, self.rule.arrays
+        """The options a recorded call hands its rule, integer scalars of a backend
+        (``axis=np.int64(1)``) as the Python ints rules expect. (Each is one the rule reads:
+        ``__call__`` refused any other, ``reshape(x, s, order="F")`` or ``sum(x, where=m)``,
+        before the backend ran.)"""
+        arrays = self.rule.arrays
         converted = None
         for key, value in params.items():
-            if key not in reads:
-                raise self.unread_option(key, value)
             kind = value.__class__
             if kind in _OPTION_TYPES or key in arrays or key == "key" or (
                     kind is tuple and all(item.__class__ is int for item in value)):

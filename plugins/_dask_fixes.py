@@ -78,18 +78,16 @@ class Linalg(OverCompat):
     def inv(self, x, /):
         return self._compat.inv(x).astype(x.dtype, copy=False)  # keep float32 (complex64)
 
-    def svd(self, x, /, *, full_matrices=True, compute_uv=True):
-        # compute_uv: NumPy's option, accepted as array-api-compat's NumPy svd accepts it (the
-        # singular values alone); arraygrad's namespace refuses it where a gradient is recorded.
+    def svd(self, x, /, *, full_matrices=True):
         m, n = x.shape[-2:]
-        if full_matrices and m != n and compute_uv:
+        if full_matrices and m != n:
             raise ValueError(
                 f"linalg.svd on dask: full_matrices=True (the standard's default) of a {m}x{n} "
                 f"matrix is not supported: dask computes the reduced SVD only (U of shape "
                 f"({m}, {min(m, n)}), Vh of shape ({min(m, n)}, {n})). Pass "
                 "full_matrices=False, or call linalg.svdvals(x) for the singular values alone")
         u, s, vh = _reduced_svd(x)
-        return s if not compute_uv else self._compat.SVDResult(u, s, vh)
+        return self._compat.SVDResult(u, s, vh)
 
     def svdvals(self, x, /):
         return _reduced_svd(x)[1]  # dask computes U and Vh too (its SVD is a tall QR first)
