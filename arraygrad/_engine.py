@@ -205,9 +205,9 @@ class Node:
                           for i, grad in enumerate(grads))
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
-        # (rules.reuse.large(g), inlined: a tuple of several outputs' gradients has no size)
-        size = getattr(g, "size", None)
-        big = not create_graph and type(size) is int and size >= _reuse.REUSE_MIN_SIZE
+        # (rules.reuse.large(g), inlined: a tuple of several outputs' gradients has no nbytes)
+        nbytes = getattr(g, "nbytes", None)
+        big = not create_graph and type(nbytes) is int and nbytes >= _reuse.REUSE_MIN_BYTES
         owned = big and private(g, 4)
         spent = saved and not retain_graph
         if spent:  # released first: the last VJP may then overwrite what only it still holds
@@ -222,7 +222,7 @@ class Node:
                 _scratch.scales = True
             try:
                 results = run_vjps(rule, xp, g, saved, self.params, edges, False,
-                                   spent and large_shape(broadcast.shape), vjps)
+                                   spent and large_shape(broadcast.shape, broadcast.dtype), vjps)
             finally:
                 if scales:
                     _scratch.scales = False

@@ -13,7 +13,7 @@ from arraygrad import rules
 from arraygrad.testing import check_grads
 
 xp = ag.namespace("numpy")
-LARGE = 1 << 16  # above REUSE_MIN_SIZE and ONES_MIN_SIZE
+LARGE = 1 << 16  # float64: above REUSE_MIN_BYTES; above ONES_MIN_SIZE
 exact_refcounts = pytest.mark.skipif(
     not rules.reuse._EXACT_REFCOUNTS, reason="reuse is off where reference counts are not exact "
     f"({sys.implementation.name} {sys.version_info[:2]})")
@@ -27,7 +27,7 @@ def w3_gradient(x):
 @pytest.fixture
 def reuse_everywhere(monkeypatch):
     """Reuse on arrays of every size, so that small test arrays take the same paths."""
-    monkeypatch.setattr(rules.reuse, "REUSE_MIN_SIZE", 1)
+    monkeypatch.setattr(rules.reuse, "REUSE_MIN_BYTES", 1)
     monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", 1)
 
 
@@ -64,7 +64,7 @@ def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, monkeypa
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     with_reuse = variable.grad.data
-    monkeypatch.setattr(rules.reuse, "REUSE_MIN_SIZE", 1 << 62)  # the same backward, reusing nothing
+    monkeypatch.setattr(rules.reuse, "REUSE_MIN_BYTES", 1 << 62)  # the same backward, reusing nothing
     monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", 1 << 62)
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
@@ -170,6 +170,24 @@ def test_backward_of_an_unheld_chain_allocates_no_large_array(rng):
     peak = _backward_peak(loss)
     assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
     np.testing.assert_allclose(variable.grad.data, -np.exp(-x), rtol=1e-15)
+
+
+@exact_refcounts
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arrays_are_reused_from_a_size_in_bytes(rng, dtype):
+    """At ``REUSE_MIN_BYTES`` the chain above allocates no array of x's size; at half of it,
+    where reusing costs more time than it saves, two, as with no reuse: exp's VJP multiplies
+    and negative's negates into new arrays. In bytes, whatever the dtype: a bound in elements
+    would be wrong for one of the two."""
+    itemsize = np.dtype(dtype).itemsize
+    for nbytes, arrays in ((rules.reuse.REUSE_MIN_BYTES, (0, 0.25)),
+                           (rules.reuse.REUSE_MIN_BYTES // 2, (2, 2.25))):
+        x = rng.standard_normal(nbytes // itemsize).astype(dtype)
+        variable = ag.Variable(x, requires_grad=True)
+        peak = _backward_peak(xp.sum(xp.exp(-variable)))
+        assert arrays[0] <= peak / x.nbytes < arrays[1], (
+            f"{x.nbytes} bytes of {x.dtype}: backward allocated {peak / x.nbytes:.2f} arrays")
+        np.testing.assert_allclose(variable.grad.data, -np.exp(-x), rtol=1e-6)
 
 
 @exact_refcounts

@@ -17,7 +17,7 @@ from arraygrad.testing import check_grads
 
 xp = ag.namespace("numpy")
 rng = np.random.default_rng(11)
-N = 6_000  # rows: r is large enough (reuse.REUSE_MIN_SIZE) for a ScaledGrad
+N = 40_000  # rows: r, float64, is large enough (reuse.REUSE_MIN_BYTES) for a ScaledGrad
 X = rng.standard_normal((N, 4))
 Y = rng.standard_normal(N)
 W0 = np.array([0.3, -1.2, 0.7, 2.0])
@@ -46,6 +46,7 @@ def _count_scaled(monkeypatch):
 
 
 def test_least_squares_scales_the_small_result_as_by_hand(monkeypatch):
+    assert Y.nbytes >= reuse.REUSE_MIN_BYTES, "N is too small for a ScaledGrad"
     made = _count_scaled(monkeypatch)
     w = ag.Variable(W0, requires_grad=True)
     xp.mean((X @ w - Y) ** 2).backward()
@@ -230,8 +231,8 @@ def test_torch_backend_matches_torch_autograd():
 def test_dask_least_squares_has_no_full_size_product():
     da = pytest.importorskip("dask.array")
     dxp = ag.namespace("dask")
-    Xd = da.from_array(X, chunks=(500, 4))
-    yd = da.from_array(Y, chunks=500)
+    Xd = da.from_array(X, chunks=(2_500, 4))
+    yd = da.from_array(Y, chunks=2_500)
     w0 = da.from_array(W0)
     w = ag.Variable(w0, requires_grad=True)
     dxp.mean((ag.Variable(Xd) @ w - ag.Variable(yd)) ** 2).backward()
