@@ -407,7 +407,10 @@ def _reconnect(value, edge, backend):
 
 
 def _options(params, keywords):
-    if keywords is None:
+    """The node's ``params`` that a VJP taking the options ``keywords`` (a frozenset; None: any)
+    reads: the dict itself where it reads them all (``sum``'s axis and keepdims), as the call
+    unpacks it into a new one anyway."""
+    if keywords is None or params.keys() <= keywords:
         return params
     return {k: v for k, v in params.items() if k in keywords}
 

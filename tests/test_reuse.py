@@ -191,6 +191,23 @@ def test_arrays_are_reused_from_a_size_in_bytes(rng, dtype):
 
 
 @exact_refcounts
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_broadcast_gradient_reuses_saved_arrays_from_the_same_size(rng, dtype):
+    """``sum(exp(x) * 2)``: exp's VJP gets the broadcast 2 and scales its own saved output in
+    place from ``REUSE_MIN_BYTES`` exactly (the engine's bound for saved arrays, from the
+    shape and dtype), and makes one new array below it."""
+    itemsize = np.dtype(dtype).itemsize
+    for nbytes, arrays in ((rules.reuse.REUSE_MIN_BYTES, (0, 0.25)),
+                           (rules.reuse.REUSE_MIN_BYTES // 2, (1, 1.25))):
+        x = rng.standard_normal(nbytes // itemsize).astype(dtype)
+        variable = ag.Variable(x, requires_grad=True)
+        peak = _backward_peak(xp.sum(xp.exp(variable) * 2.0))
+        assert arrays[0] <= peak / x.nbytes < arrays[1], (
+            f"{x.nbytes} bytes of {x.dtype}: backward allocated {peak / x.nbytes:.2f} arrays")
+        np.testing.assert_allclose(variable.grad.data, 2 * np.exp(x), rtol=1e-6)
+
+
+@exact_refcounts
 @pytest.mark.parametrize("name", ["std", "var"])
 def test_std_and_var_backward_make_one_array(rng, name):
     """Their VJPs take g and 1 / ((n - correction) std) on the reduced shape, then scale the

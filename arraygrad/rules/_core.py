@@ -90,7 +90,7 @@ class Rule:
         for function in functions:
             if function is None:
                 index.append(())
-                keywords.append(())
+                keywords.append(frozenset())
                 continue
             needed, options = _signature(function, self.name)
             for item in needed:
@@ -139,7 +139,7 @@ def _signature(function: Callable, name: str):
     """Split a VJP's parameters after ``(xp, g)`` into saved names and keyword options."""
     parameters = list(inspect.signature(function).parameters.values())[2:]
     needed = tuple(p.name for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD)
-    keywords = tuple(p.name for p in parameters if p.kind == p.KEYWORD_ONLY)
+    keywords = frozenset(p.name for p in parameters if p.kind == p.KEYWORD_ONLY)
     if any(p.kind == p.VAR_KEYWORD for p in parameters):
         keywords = None  # takes every option
     return needed, keywords
@@ -307,12 +307,25 @@ def host_reads(x) -> bool:
 
 
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
-    """``axis`` as a sorted tuple of non-negative ints (None means every axis)."""
+    """``axis`` as a sorted tuple of non-negative ints (None means every axis); remembered, as
+    every reduction's VJP asks it on every backward."""
+    try:
+        return _normalized[axis, ndim]
+    except (KeyError, TypeError):  # (TypeError: a list, which is no key)
+        pass
     if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, int):
-        axis = (axis,)
-    return tuple(sorted(a % ndim if ndim else a for a in axis))
+        normalized = tuple(range(ndim))
+    elif isinstance(axis, int):
+        normalized = (axis % ndim if ndim else axis,)
+    else:
+        normalized = tuple(sorted(a % ndim if ndim else a for a in axis))
+    if len(_normalized) < 1024 and (axis is None or axis.__class__ is int or (
+            axis.__class__ is tuple and all(a.__class__ is int for a in axis))):
+        _normalized[axis, ndim] = normalized  # (not numpy's ints: the answer would hold them)
+    return normalized
+
+
+_normalized: dict = {}  # {(axis, ndim): normalize_axis's answer}
 
 
 def broadcasts(small, large) -> bool:

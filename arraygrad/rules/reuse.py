@@ -106,8 +106,13 @@ def large_shape(shape, dtype) -> bool:
     """Whether an array of ``shape`` and ``dtype`` would be :func:`large` (False for lazy sizes:
     a NaN or a None length)."""
     itemsize = getattr(dtype, "itemsize", None)
-    return (itemsize.__class__ is int and all(n.__class__ is int for n in shape)
-            and math.prod(shape) * itemsize >= REUSE_MIN_BYTES)
+    if itemsize.__class__ is not int:
+        return False
+    try:
+        nbytes = math.prod(shape) * itemsize
+    except TypeError:  # a None length
+        return False
+    return nbytes.__class__ is int and nbytes >= REUSE_MIN_BYTES  # (a NaN length: a float)
 
 
 def _broadcast_one(g) -> bool:
