@@ -110,8 +110,7 @@ def _node_jvp(node, tangents):
             t = tangents[i]
             if t is None:
                 continue
-            options = (params if keywords is None else _options(params, keywords)) if params \
-                else _NO_OPTIONS
+            options = _options(params, keywords) if params else _NO_OPTIONS
             term = jvp(xp, t, *pick(saved), **options)
             total = term if total is None else total + term
         return total
