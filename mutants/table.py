@@ -338,6 +338,8 @@ MUTANTS = [
       "array_api_strict to_numpy does not move arrays of other devices home first"),
     M("plugin-dask-cholesky", "plugins/_dask_fixes.py", "lower=not upper)", "lower=upper)",
       "dask cholesky returns the other triangle (dask only)"),
+    M("plugin-numpy-ones-like", "plugins/_numpy_fast.py", "out.fill(1)", "out.fill(2)",
+      "numpy's fast ones_like fills 2s: every implicit backward() seed doubles"),
     # ---- held-out batch 2 (written without reading the cases)
     # rules/elementwise.py
     M("h-ew-log2-factor", R + "elementwise.py", '"log2": lambda xp, x: reciprocal(xp, multiplied(x, math.log(2))),',

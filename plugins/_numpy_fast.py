@@ -14,6 +14,7 @@ from ._over_compat import OverCompat
 _ndarray = numpy.ndarray
 _add, _maximum, _minimum = numpy.add.reduce, numpy.maximum.reduce, numpy.minimum.reduce
 _true_divide, _intp = numpy.true_divide, numpy.intp
+_empty_like = numpy.empty_like
 _REAL = frozenset("fd")  # float32, float64: max, min, mean
 _INEXACT = frozenset("fdFD")  # and complex64, complex128: sum
 
@@ -52,6 +53,22 @@ class Namespace(OverCompat):
                 return _true_divide(total, count, out=total, casting="unsafe", subok=False)
             return total.dtype.type(total / count)
         return self._compat.mean(x, axis=axis, keepdims=keepdims, **options)
+
+    def ones_like(self, x, /, *, dtype=None, device=None, **options):
+        # numpy.ones_like's own steps (empty_like in x's layout, then 1 everywhere) without its
+        # Python: every backward() of a scalar starts from one
+        if x.__class__ is _ndarray and dtype is None and device is None and not options:
+            out = _empty_like(x)
+            out.fill(1)
+            return out
+        return self._compat.ones_like(x, dtype=dtype, device=device, **options)
+
+    def zeros_like(self, x, /, *, dtype=None, device=None, **options):
+        if x.__class__ is _ndarray and dtype is None and device is None and not options:
+            out = _empty_like(x)
+            out.fill(0)
+            return out
+        return self._compat.zeros_like(x, dtype=dtype, device=device, **options)
 
     def reshape(self, x, /, shape, *, copy=None, **options):
         if x.__class__ is _ndarray and copy is None and not options:

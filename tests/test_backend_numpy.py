@@ -155,6 +155,25 @@ def test_reshape_astype_and_matmul_agree():
     same(raw.matmul(x[0], x[1].T), compat.matmul(x[0], x[1].T))
 
 
+@pytest.mark.parametrize("name", ["ones_like", "zeros_like"])
+def test_filled_likes_agree_in_value_type_and_layout(name):
+    """The fast ones_like and zeros_like keep x's dtype, shape and memory layout (NumPy's
+    order='K'), as array-api-compat's do; a dtype, a subclass or NumPy's options take
+    array-api-compat's function."""
+    base = ARRAYS["float64"]
+    inputs = [base, base.astype(np.float32), np.asfortranarray(base), base[:, ::2, 1:],
+              np.array(2.5), (base > 0), base.astype(np.int16), base.astype(np.complex64)]
+    for x in inputs:
+        got, expected = getattr(raw, name)(x), getattr(compat, name)(x)
+        same(got, expected)
+        assert got.strides == expected.strides and not np.shares_memory(got, x)
+    x = ARRAYS["float32"]
+    same(getattr(raw, name)(x, dtype=np.int8), getattr(compat, name)(x, dtype=np.int8))
+    same(getattr(raw, name)(x, order="C"), getattr(compat, name)(x, order="C"))
+    masked = np.ma.masked_array(x, mask=x > 1)
+    assert type(getattr(raw, name)(masked)) is np.ma.MaskedArray
+
+
 def test_gradients_through_the_fast_paths():
     xp = ag.namespace("numpy")
     x0 = ARRAYS["float64"][:2, :3, :4]
