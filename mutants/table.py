@@ -338,7 +338,8 @@ MUTANTS = [
       "array_api_strict to_numpy does not move arrays of other devices home first"),
     M("plugin-dask-cholesky", "plugins/_dask_fixes.py", "lower=not upper)", "lower=upper)",
       "dask cholesky returns the other triangle (dask only)"),
-    M("plugin-numpy-ones-like", "plugins/_numpy_fast.py", "out.fill(1)", "out.fill(2)",
+    M("plugin-numpy-ones-like", "plugins/_numpy_fast.py",
+      'self._filled_like(x, 1, "ones_like"', 'self._filled_like(x, 2, "ones_like"',
       "numpy's fast ones_like fills 2s: every implicit backward() seed doubles"),
     # ---- held-out batch 2 (written without reading the cases)
     # rules/elementwise.py

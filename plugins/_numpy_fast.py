@@ -55,20 +55,19 @@ class Namespace(OverCompat):
         return self._compat.mean(x, axis=axis, keepdims=keepdims, **options)
 
     def ones_like(self, x, /, *, dtype=None, device=None, **options):
-        # numpy.ones_like's own steps (empty_like in x's layout, then 1 everywhere) without its
-        # Python: every backward() of a scalar starts from one
-        if x.__class__ is _ndarray and dtype is None and device is None and not options:
-            out = _empty_like(x)
-            out.fill(1)
-            return out
-        return self._compat.ones_like(x, dtype=dtype, device=device, **options)
+        return self._filled_like(x, 1, "ones_like", dtype, device, options)
 
     def zeros_like(self, x, /, *, dtype=None, device=None, **options):
+        return self._filled_like(x, 0, "zeros_like", dtype, device, options)
+
+    def _filled_like(self, x, value, name, dtype, device, options):
+        # numpy.ones_like's and zeros_like's own steps (empty_like in x's layout, then the value
+        # everywhere) without their Python: every backward() of a scalar starts from ones
         if x.__class__ is _ndarray and dtype is None and device is None and not options:
             out = _empty_like(x)
-            out.fill(0)
+            out.fill(value)
             return out
-        return self._compat.zeros_like(x, dtype=dtype, device=device, **options)
+        return getattr(self._compat, name)(x, dtype=dtype, device=device, **options)
 
     def reshape(self, x, /, shape, *, copy=None, **options):
         if x.__class__ is _ndarray and copy is None and not options:
