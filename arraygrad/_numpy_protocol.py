@@ -76,9 +76,12 @@ def _is_default(value, default):
 
 def array_ufunc(xp, ufunc, method, inputs, kwargs):
     """``ufunc.method(*inputs, **kwargs)`` recorded through ``xp``."""
-    name = ufunc.__name__
     if method == "__call__" and not kwargs:  # ndarray @ v, np.sin(v): no option to check
-        return _ufunc_function(xp, name)(*inputs)
+        function = _calls.get((xp, ufunc))
+        if function is None:
+            function = _call_of(xp, ufunc)
+        return function(*inputs)
+    name = ufunc.__name__
     what = f"numpy ufunc {name!r}" + ("" if method == "__call__" else f".{method}")
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
@@ -120,6 +123,19 @@ def _any_namespace(args):
             if found is not None:
                 return found
     return None
+
+
+_calls: dict = {}
+"""{(namespace, ufunc): the namespace's function that calls of the ufunc record through}: a
+NumPy ufunc on a Variable (``np.sin(v)``, ``ndarray @ v``) looks it up once, not per call."""
+
+
+def _call_of(xp, ufunc):
+    function = _ufunc_function(xp, ufunc.__name__)
+    if len(_calls) >= 1024:
+        _calls.clear()
+    _calls[(xp, ufunc)] = function
+    return function
 
 
 def _ufunc_function(xp, name):
