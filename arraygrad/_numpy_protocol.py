@@ -178,10 +178,10 @@ def _no_out(what, out):
 
 def _reduction(standard):
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-        xp = _namespace_of([a])
-        a = xp.asarray(a)
+        xp = _namespace_of([a])  # (a is the Variable that NumPy dispatched on, else it raises)
         _no_out(standard, out)
-        _check_options(f"numpy.{standard}", kwargs)
+        if kwargs:
+            _check_options(f"numpy.{standard}", kwargs)
         result = getattr(xp, standard)(a, axis=_axis(axis), keepdims=keepdims)
         return result if dtype is None else xp.astype(result, dtype)
     return reduce
@@ -193,8 +193,10 @@ def _axis(axis):
 
 def _extreme(standard):
     """``max``, ``min``, ``all``, ``any``: NumPy's signature has no dtype."""
+    reduction = _reduction(standard)
+
     def reduce(a, axis=None, out=None, keepdims=False, **kwargs):
-        return _reduction(standard)(a, axis, None, out, keepdims, **kwargs)
+        return reduction(a, axis, None, out, keepdims, **kwargs)
     return reduce
 
 
