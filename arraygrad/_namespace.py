@@ -197,8 +197,8 @@ class _Recorder:
         """The error for an option outside the standard that the rule does not read."""
         start = (f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
                  "API standard, and ")
-        accepted, instead = _STANDARD_ONLY.get((self.name, key), (value, ""))
-        if accepted is not value:
+        instead = _standard_only(self.name, key, value)
+        if instead is not None:
             return TypeError(start + "it changes what the function returns, on some backends "
                              "wrongly, so it is refused. " + instead)
         return TypeError(start + f"arraygrad's rule for {self.name} does not read it, so the "
@@ -316,8 +316,8 @@ class _Recorder:
             recording = _state.enabled and any(
                 v.__class__ is Variable and v._requires_grad for v in inputs)
             for key, value in kwargs.items():
-                if key not in self.reads and (recording or _STANDARD_ONLY.get(
-                        (self.name, key), (value,))[0] is not value):
+                if key not in self.reads and (
+                        recording or _standard_only(self.name, key, value) is not None):
                     raise self.unread_option(key, value)
         raw_inputs = [unwrap(v) for v in inputs]
         raw_rest = [unwrap(v) for v in rest]
@@ -468,6 +468,13 @@ _STANDARD_ONLY = {
     ("linalg.svd", "compute_uv"): (True, "For the singular values alone, call "
                                          "linalg.svdvals(x), which has a gradient."),
 }
+
+
+def _standard_only(name, key, value):
+    """What to do instead where ``value`` of a library's option ``key`` changes what ``name``
+    returns, refused even where nothing is recorded; None for any other option or value."""
+    accepted, instead = _STANDARD_ONLY.get((name, key), (value, None))
+    return None if accepted is value else instead
 
 
 def _plain_options(args, kwargs, reads) -> bool:

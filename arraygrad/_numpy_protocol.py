@@ -211,9 +211,10 @@ def _spread(standard):
 
 
 def _nan_sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    xp = a.__array_namespace__()
-    return _reduction("sum")(xp.where(xp.isnan(a), xp.zeros_like(a), a), axis, dtype, out,
-                             keepdims, **kwargs)
+    return _SUM(_nan_as(a, 0), axis, dtype, out, keepdims, **kwargs)
+
+
+_SUM = _reduction("sum")
 
 
 def _nan_as(a, value):
@@ -241,10 +242,10 @@ def _nan_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwarg
 
 
 def _nan_extreme(standard, fill):
+    reduction = _extreme(standard)
+
     def extreme(a, axis=None, out=None, keepdims=False, **kwargs):
-        xp = a.__array_namespace__()
-        return _extreme(standard)(xp.where(xp.isnan(a), xp.full_like(a, fill), a), axis, out,
-                                  keepdims, **kwargs)
+        return reduction(_nan_as(a, fill), axis, out, keepdims, **kwargs)
     return extreme
 
 
