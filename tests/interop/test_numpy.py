@@ -171,3 +171,21 @@ def test_nan_spreads_give_no_gradient_to_the_nans_and_none_of_them_to_the_others
     v = ag.Variable(a, requires_grad=True)
     getattr(np, name)(v).backward()
     assert np.allclose(v.grad.data, want) and not np.isnan(v.grad.data).any()
+
+
+@pytest.mark.parametrize("name, pick", [("nanmax", np.argmax), ("nanmin", np.argmin),
+                                        ("nansum", None)])
+def test_nan_reductions_leave_the_nans_out_of_value_and_gradient(name, pick):
+    """np.nanmax, np.nanmin and np.nansum of a Variable with NaNs: NumPy's value, and the
+    gradient 1 at the extremum (at every kept entry for nansum), 0 at the NaNs."""
+    a = np.array([np.nan, 1.0, 3.0, np.nan, -2.5, 0.5])
+    v = ag.Variable(a, requires_grad=True)
+    y = getattr(np, name)(v)
+    assert float(y.data) == getattr(np, name)(a)
+    y.backward()
+    if pick is None:
+        want = np.where(np.isnan(a), 0.0, 1.0)
+    else:
+        want = np.zeros_like(a)
+        want[pick(np.where(np.isnan(a), -np.inf if name == "nanmax" else np.inf, a))] = 1.0
+    np.testing.assert_array_equal(v.grad.data, want)
