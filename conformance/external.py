@@ -31,10 +31,29 @@ def _outputs(value):
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+class _GraphKeepingTorch:
+    """``array_api_compat.torch`` whose ``asarray`` of a tensor stays in its graph, as
+    arraygrad's ``asarray`` of a Variable does (a recorded copy with ``copy=True``). torch.asarray
+    keeps the graph only where ``requires_grad`` says so: its default cut it before 2.13, and 2.13
+    warns where it is left out. Passing it gives the same reference on every version."""
+
+    def __init__(self, xp, torch):
+        self._xp, self._tensor = xp, torch.Tensor
+
+    def __getattr__(self, name):
+        return getattr(self._xp, name)
+
+    def asarray(self, obj, /, **options):
+        if isinstance(obj, self._tensor):
+            options.setdefault("requires_grad", obj.requires_grad)
+        return self._xp.asarray(obj, **options)
+
+
 def _torch(case, host, us):
-    import array_api_compat.torch as xp
+    import array_api_compat.torch
     import torch
 
+    xp = _GraphKeepingTorch(array_api_compat.torch, torch)
     inputs = [torch.tensor(h, requires_grad=np.issubdtype(h.dtype, np.inexact)) for h in host]
     outs = _outputs(case.call(xp, *inputs))
     pairs = [(o, torch.tensor(u)) for o, u in zip(outs, us)

@@ -1,6 +1,7 @@
 """The external reference (torch.autograd, jax.vjp) agrees with arraygrad's own reference, and
 would catch a wrong arraygrad gradient."""
 
+import warnings
 import zlib
 
 import numpy as np
@@ -42,6 +43,19 @@ def test_external_gradients_agree_with_reference(library, case_id):
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("case_id", ["copy[asarray]", "copy[complex,3x4]"])
+def test_torch_keeps_an_asarray_copy_in_the_graph_without_a_warning(case_id):
+    """``asarray(x, copy=True) * f(x)``: arraygrad records the copy, so x gets both terms.
+    torch.asarray keeps a tensor's graph only where ``requires_grad`` says so (its default
+    before 2.13 cut it, and 2.13 warns where it is left out): the reference passes it."""
+    case, host, us, expected = _inputs(case_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's warning would make the reference Unsupported
+        got = external.gradients(case, host, us, library=_library("torch"))
+    for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
 
 
