@@ -130,7 +130,8 @@ def test_complex_linalg_gradients_match_torch(name, rng):
 
 FFT_CASES = {
     "fft": (lambda xp, z: xp.fft.fft(z, n=7, norm="ortho"), lambda z: torch.fft.fft(z, n=7, norm="ortho")),
-    "ifftn": (lambda xp, z: xp.fft.ifftn(z, s=(3, 5)), lambda z: torch.fft.ifftn(z, s=(3, 5))),
+    "ifftn": (lambda xp, z: xp.fft.ifftn(z, s=(3, 5), axes=(0, 1)),
+              lambda z: torch.fft.ifftn(z, s=(3, 5), dim=(0, 1))),
     "irfft": (lambda xp, z: xp.fft.irfft(z, n=8), lambda z: torch.fft.irfft(z, n=8)),
     "hfft": (lambda xp, z: xp.fft.hfft(z, norm="forward"), lambda z: torch.fft.hfft(z, norm="forward")),
     "irfftn": (lambda xp, z: xp.fft.irfftn(z), lambda z: torch.fft.irfftn(z)),
