@@ -23,6 +23,7 @@ from .errors import BackendError, GradientError
 from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
+from .rules.indexing import selects_nothing
 from .rules.elementwise import NEGATED_OPERAND, NEGATED_OPERAND_MIN_SIZE, SAME_OPERANDS, Negation
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
@@ -30,6 +31,7 @@ from ._numpy_protocol import pad
 _SCALARS = (bool, int, float, complex, type(None))
 _PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
 _NUMBERS = frozenset((bool, int, float, complex))
+_EXACT_INT = 2**53  # every int up to it is a float64 as it is
 _ARRAY_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__array_interface__")
 _owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
@@ -886,6 +888,8 @@ def _install_specials(ns, backend, recorders):
         return index
 
     def raw_setitem(x, value, key):
+        if _writes_nothing(x, value, key):  # x as it is, shared: nothing ever writes into an
+            return x  # array that two Variables hold (below)
         # Copy-on-write, except where reference counts prove that only the Variable being
         # assigned sees x: then in place, as NumPy code expects (SciPy's at(z, i).set(nan)).
         # x's references: that Variable's data, the recorder's raw_inputs, the slice of it and
@@ -901,6 +905,15 @@ def _install_specials(ns, backend, recorders):
                 f"__setitem__: cannot assign {_describe(value)} to x[{key!r:.40}] of a Variable "
                 f"of shape {tuple(x.shape)} and dtype {x.dtype} ({type(exc).__name__}: "
                 f"{exc})") from exc
+
+    def _writes_nothing(x, value, key):
+        # A mask with no True, and a number NumPy would take into x (it refuses NaN into
+        # integers, a complex into reals, an int beyond float64 even where nothing is written)
+        kind = value.__class__
+        if not (kind is float or kind in (int, bool) and -_EXACT_INT <= value <= _EXACT_INT
+                or kind is complex and raw.isdtype(x.dtype, "complex floating")):
+            return False
+        return backend.is_inexact(x.dtype) and selects_nothing(raw, key, x.shape)
 
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
 

@@ -8,6 +8,7 @@ conformance`` command and the pytest plugin all read ``CASES``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from typing import Callable
 
@@ -391,6 +392,9 @@ VARIANTS = [  # (op, variant, call, args...)
     ("remainder", "signs", lambda xp, a, b: xp.remainder(a, b), Arg((3, 4), "nonzero"),
      Arg((3, 4), "nonzero")),
     ("setitem", "saved_by_another_op", lambda xp, x, v: _setitem_saved(xp, x, v), (3, 4), (4,)),
+    ("setitem", "mask", lambda xp, x: _setitem_at(x, _every_third(xp, (3, 4)), 3.0), (3, 4)),
+    ("setitem", "mask_of_no_true", lambda xp, x: _setitem_saved(
+        xp, x, 3.0, xp.zeros((3, 4), dtype=xp.bool)), (3, 4)),
     # Unsorted axes of a 4-d input, and inputs large enough for the memory-reuse paths.
     ("sum", "axis=(2,0),4d", lambda xp, x: xp.sum(x, axis=(2, 0)), (2, 3, 2, 2)),
     ("mean", "axis=(3,1),keepdims,4d", lambda xp, x: xp.mean(x, axis=(3, 1), keepdims=True),
@@ -653,12 +657,17 @@ def _setitem_at(x, index, value):
     return y
 
 
-def _setitem_saved(xp, x, v):
+def _setitem_saved(xp, x, v, key=(1, slice(None))):
     """An index set on an array that another op saved for its gradient (sin saves y)."""
     y = x * 1
     z = xp.sin(y)
-    y[1, :] = v
+    y[key] = v
     return z + y
+
+
+def _every_third(xp, shape):
+    """A boolean mask of ``shape``, True at every third element (in C order)."""
+    return xp.reshape(xp.arange(math.prod(shape)) % 3 == 0, shape)
 
 
 def _inplace(x, b, method):

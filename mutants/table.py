@@ -155,6 +155,10 @@ MUTANTS = [
     M("idx-setitem-shared", R + "indexing.py",
       "set_index(xp, g if g is _scratch.grad else g * 1, key, 0)", "set_index(xp, g, key, 0)",
       "setitem's VJP zeroes the slice in g itself even when g is shared"),
+    M("idx-setitem-selects-nothing", R + "indexing.py",
+      "and host_reads(key) and not bool(xp.any(key)))", "and host_reads(key))",
+      "a boolean mask of x's shape counts as selecting nothing even with True in it: the "
+      "assignment is skipped and its VJP passes g whole"),
     M("idx-take-along-axis", R + "indexing.py", "xp.take_along_axis(a, indices, axis=axis)",
       "xp.take_along_axis(a, indices, axis=-1)", "take_along_axis's VJP ignores axis"),
     M("idx-scatter-unsorted", R + "indexing.py",

@@ -182,6 +182,45 @@ def test_an_augmented_assignment_to_a_slice_records_one_copy_slices():
     assert z.grad_fn.name() == "CopySlicesBackward" and z.data.tolist() == [[2, 2], [3, 3], [3, 3]]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("written", [[], [4]])
+def test_a_mask_assignment_records_copy_slices_and_copies_only_what_it_writes(backend, written):
+    # SciPy's zscore ends in at(z, std == 0).set(nan), whose mask has no True unless a slice is
+    # constant. z = exp(x) is saved by its node, so a write needs a copy; a mask with no True
+    # writes nothing: z keeps its array, and the gradient passes whole. Recorded either way,
+    # as PyTorch's CopySlices.
+    xp = ag.namespace(backend)
+    values = np.linspace(-1.0, 1.2, 6)
+    w = np.array([0.5, -1.0, 2.0, 0.25, 3.0, -0.75])
+    x = Variable(_raw(backend, values), requires_grad=True)
+    z = xp.exp(x)
+    before = z.data
+    mask = np.zeros(6, dtype=bool)
+    mask[written] = True
+    z[xp.asarray(mask)] = 2.5
+    assert z.grad_fn.name() == "CopySlicesBackward"
+    assert (z.data is before) == (not written)
+    np.testing.assert_allclose(_host(backend, z), np.where(mask, 2.5, np.exp(values)), rtol=1e-12)
+    xp.sum(z * xp.asarray(w)).backward()
+    expected = w * np.exp(values)
+    expected[written] = 0.0  # overwritten: z no longer depends on x there
+    np.testing.assert_allclose(_host(backend, x.grad), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("value, dtype, error", [
+    (float("nan"), "int64", ValueError), (1j, "float64", TypeError),
+    (10**400, "float64", OverflowError)])
+def test_a_mask_with_no_true_still_refuses_a_value_numpy_refuses(value, dtype, error):
+    # NumPy converts the value even where it writes nothing: NaN into integers, a complex
+    # number into reals, an int beyond float64.
+    xp = ag.namespace("numpy")
+    target = Variable(np.arange(3, dtype=dtype))
+    with pytest.raises(error):
+        target[xp.zeros(3, dtype=xp.bool)] = value
+    with pytest.raises(IndexError):  # a mask of another shape, also with no True
+        Variable(np.arange(3.0))[xp.zeros(2, dtype=xp.bool)] = 1.0
+
+
 # ------------------------------------------------------------- retain_grad() and in place
 def test_retain_grad_gives_the_gradient_of_the_value_after_an_in_place_change():
     # PyTorch: .grad of a retained non-leaf is the gradient of its current value, while hooks

@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from ._core import LINEAR, defvjp, device_of, get_index, set_index
+from ._core import LINEAR, defvjp, device_of, get_index, host_reads, set_index
 from .reuse import _scratch
 
 
@@ -55,7 +55,18 @@ def vjp_getitem(xp, g, x_shape, *, key):
     return set_index(xp, grad, key, g)
 
 
+def selects_nothing(xp, key, shape) -> bool:
+    """Whether ``key`` is a boolean mask of ``shape`` itself with no True in it: ``x[key] = v``
+    then writes nothing, as SciPy's ``at(z, degenerate).set(nan)`` where no slice is degenerate.
+    Read on the host only where the backend allows it."""
+    dtype = getattr(key, "dtype", None)
+    return (dtype is not None and "bool" in str(dtype) and tuple(key.shape) == tuple(shape)
+            and host_reads(key) and not bool(xp.any(key)))
+
+
 def vjp_setitem_x(xp, g, *, key):
+    if selects_nothing(xp, key, g.shape):  # nothing was overwritten: g passes whole
+        return g
     # g itself where the engine lets this VJP overwrite it, else a copy (g may be shared).
     return set_index(xp, g if g is _scratch.grad else g * 1, key, 0)
 
