@@ -394,6 +394,11 @@ def main(argv=None):
                              "bench.dask_scale)")
     parser.add_argument("--write-results", action="store_true",
                         help="rewrite the results table in bench/README.md with this run")
+    parser.add_argument("--libraries",
+                        help="comma-separated libraries to run, by class name (HandNumpy, "
+                             "Arraygrad, HipsAutograd, MyGrad, Torch); default: all installed")
+    parser.add_argument("--json", help="also write the results to this file, as JSON (what "
+                                       "python -m bench.compare reads)")
     parser.add_argument("--memory", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory:
@@ -407,7 +412,7 @@ def main(argv=None):
             print(f"skipped I1: {error} (pip install scipy)")
             workloads.remove("I1")
     libraries = []
-    for library in LIBRARIES:
+    for library in chosen_libraries(args.libraries):
         reason = available(library)
         if reason:
             print(f"skipped {library.name}: {reason}")
@@ -461,6 +466,22 @@ def main(argv=None):
         results += run_i1(libraries, data["i1"], max(1, REPEATS["I1"] // scale))
     if args.write_results:
         write_results(results, args.quick)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "results": results}, out)
+
+
+def chosen_libraries(names):
+    """The library classes named in ``names`` (comma-separated class names; None: all), in the
+    order of ``LIBRARIES``, so that ratios stay to hand-written NumPy where it is chosen."""
+    if not names:
+        return LIBRARIES
+    wanted = {name.strip().lower() for name in names.split(",")}
+    unknown = wanted - {library.__name__.lower() for library in LIBRARIES}
+    if unknown:
+        raise SystemExit(f"unknown library {', '.join(sorted(unknown))}: choose from "
+                         f"{', '.join(library.__name__ for library in LIBRARIES)}")
+    return [library for library in LIBRARIES if library.__name__.lower() in wanted]
 
 
 def run_i1(libraries, arrays, repeat):
@@ -503,8 +524,10 @@ def machine():
             versions.append(f"{name} {importlib.metadata.version(module)}")
         except importlib.metadata.PackageNotFoundError:
             pass
-    from arraygrad._speedups import ENGINE
-
+    try:
+        from arraygrad._speedups import ENGINE
+    except ImportError:  # a revision from before the compiled engine (python -m bench.compare)
+        ENGINE = "pure Python"
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; " + \
         ", ".join(versions) + f"; arraygrad's backward engine: {ENGINE}"
 
@@ -521,16 +544,23 @@ def write_results(results, quick, command="python -m bench", start=RESULTS_START
         ratio_text = "" if ratio is None else f"x{ratio:.2f}"
         lines.append(f"| {workload} | {what} | {library} | {figure:,.2f} {unit} | {ratio_text} |")
     lines += ["", end]
+    write_section(lines, "Results")
+
+
+def write_section(lines, heading):
+    """Put ``lines`` (its first and last: the markers) in bench/README.md in place of the text
+    between those markers, or at the end under ``heading`` where they are not there yet."""
+    start, end = lines[0], lines[-1]
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md")
     text = open(path).read()
     if start in text:
         before, rest = text.split(start, 1)
         text = before + "\n".join(lines) + rest.split(end, 1)[1]
     else:
-        text = text.rstrip() + "\n\n## Results\n\n" + "\n".join(lines) + "\n"
+        text = text.rstrip() + f"\n\n## {heading}\n\n" + "\n".join(lines) + "\n"
     with open(path, "w") as readme:
         readme.write(text)
-    print(f"wrote the results table in {path}")
+    print(f"wrote the {heading.lower()} table in {path}")
 
 
 if __name__ == "__main__":

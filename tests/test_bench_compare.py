@@ -1,0 +1,70 @@
+"""``python -m bench.compare``, before-and-after figures against another revision: how it runs
+the benchmark (``bench --json``, from outside the checkout) and how it summarises rounds. The
+revision's own environment needs torch installed anew, so its end-to-end run is by hand; no
+timing is asserted here."""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench import compare  # noqa: E402  (bench.compare pins no threads: bench/__main__ does)
+
+
+def test_summarise_gives_median_and_spread_per_side_in_first_seen_order():
+    # (medians that are not the means: 7.5 of 9, 7 and 7.5)
+    before = [[["W1", "time", "arraygrad", 9.0, "ms", 4.5], ["W1", "per op", "arraygrad", 4.5,
+                                                             "µs", None]],
+              [["W1", "time", "arraygrad", 7.0, "ms", 3.5], ["W1", "per op", "arraygrad", 3.5,
+                                                             "µs", None]],
+              [["W1", "time", "arraygrad", 7.5, "ms", 3.75], ["W1", "per op", "arraygrad", 3.75,
+                                                             "µs", None]]]
+    after = [[["W1", "time", "arraygrad", 6.0, "ms", 3.0], ["W2", "time", "arraygrad", 3.6,
+                                                            "ms", 1.04]]]
+    rows = compare.summarise({"before": [{"results": run} for run in before],
+                              "after": [{"results": run} for run in after]})
+    assert [row[:3] for row in rows] == [("W1", "time", "arraygrad"),
+                                         ("W1", "per op", "arraygrad"),
+                                         ("W2", "time", "arraygrad")]
+    lines = compare.table(rows, ["before", "after"]).splitlines()
+    assert lines[2] == ("| W1 | time | arraygrad | 7.50 (7.00-9.00) ms | x3.750 (3.500-4.500) "
+                        "| 6.00 (6.00-6.00) ms | x3.000 (3.000-3.000) |")
+    assert lines[3] == "| W1 | per op | arraygrad | 3.75 (3.50-4.50) µs |  | - |  |"
+    assert lines[4] == ("| W2 | time | arraygrad | - |  | 3.60 (3.60-3.60) ms "
+                        "| x1.040 (1.040-1.040) |")
+
+
+def test_the_base_library_shows_no_ratio():
+    rows = compare.summarise({"a": [{"results": [["W2", "time", "hand-written NumPy", 3.4, "ms",
+                                                  1.0]]}]})
+    assert compare.table(rows, ["a"]).splitlines()[2] == (
+        "| W2 | time | hand-written NumPy | 3.40 (3.40-3.40) ms |  |")
+
+
+def test_run_once_runs_the_checkouts_harness_from_outside_with_json():
+    args = argparse.Namespace(only="W1", quick=True)
+    run = compare.run_once(sys.executable, args)
+    assert "arraygrad's backward engine:" in run["machine"]
+    results = run["results"]
+    by_row = {(workload, measure, library): (figure, unit, ratio)
+              for workload, measure, library, figure, unit, ratio in results}
+    hand_ms, unit, ratio = by_row["W1", "time", "hand-written NumPy"]
+    assert unit == "ms" and ratio == 1.0 and hand_ms > 0
+    ag_ms, _, ag_ratio = by_row["W1", "time", "arraygrad"]
+    assert ag_ratio == pytest.approx(ag_ms / hand_ms)
+    per_op, unit, _ = by_row["W1", "per op", "arraygrad"]
+    assert unit == "µs" and per_op == pytest.approx(ag_ms * 1e3 / 2000)  # 2,000 recorded ops
+    assert not any(library in ("HIPS autograd", "MyGrad") for _, _, library in by_row)
+
+
+def test_an_unknown_library_or_revision_is_refused_with_the_choices():
+    done = subprocess.run([sys.executable, str(compare.HARNESS), "--libraries", "Arraygrad,Jax"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode != 0
+    assert "unknown library jax: choose from HandNumpy, Arraygrad" in done.stderr
+    with pytest.raises(SystemExit, match="no commit 'no-such-revision'"):
+        compare.commit_of("no-such-revision")
