@@ -139,7 +139,9 @@ def main(argv=None):
     sides = {f"before ({commit})": environment(commit), "after (this checkout)": sys.executable}
     runs = {side: [] for side in sides}
     for number in range(1, args.rounds + 1):
-        for side, python in sides.items():  # in turns: a drift of the machine touches both
+        # In turns, so that a drift of the machine touches both, which goes first alternating.
+        order = list(sides.items())
+        for side, python in order if number % 2 else order[::-1]:
             print(f"round {number}/{args.rounds}: {side}", flush=True)
             runs[side].append(run_once(python, args))
     summary = table(summarise(runs), list(sides))

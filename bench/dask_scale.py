@@ -13,7 +13,9 @@ Definition: X and y are generated on the cluster (``da.random``, fixed seeds) an
 (``persist()`` + ``wait``) before anything is timed, so every variant reads the same resident
 chunks and only the gradient (or the loss) is timed: building the lazy graph on the client
 (for arraygrad: recording the forward and running backward) plus ``.compute()``. The variants
-take turns in every round; each figure is the median over the rounds, with min and max.
+take turns in every round, in an order rotating from round to round (whichever gradient runs
+right after the other's compute takes 5-10% longer here: a fixed order favoured the one run
+first); each figure is the median over the rounds, with min and max.
 
 Graph sizes are ``len(dict(arr.__dask_graph__()))`` of the array computed, as built and after
 ``dask.optimize`` (fusion, culling); both include the persisted chunks of X and y and the one
@@ -139,9 +141,12 @@ def compare(client, ag, xp, da, rows, chunks, repeats, variants=("hand", "arrayg
     sizes = {name: graph_sizes(build()) for name, build in builders.items()}
     build_times = {name: [] for name in builders}
     total_times = {name: [] for name in builders}
-    for _ in range(repeats):
-        for name, build in builders.items():  # taking turns: drift touches all alike
-            b, t, _ = timed(build)
+    names = list(builders)
+    for turn in range(repeats):
+        # Taking turns, so that drift touches all alike, in an order rotating every round: on
+        # this machine whichever gradient ran right after the other took 5-10% longer.
+        for name in names[turn % len(names):] + names[:turn % len(names)]:
+            b, t, _ = timed(builders[name])
             build_times[name].append(b)
             total_times[name].append(t)
     layers = ({name: graph_layers(builders[name]()) for name in ("hand", "arraygrad")}
@@ -156,7 +161,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROWS:,} rows, fewer runs")
     parser.add_argument("--rows", type=int, help=f"base rows (default {ROWS:,})")
     parser.add_argument("--chunks", type=int, default=CHUNKS, help="row chunks at the base size")
-    parser.add_argument("--repeats", type=int, help="rounds (default 7; --quick 3)")
+    parser.add_argument("--repeats", type=int, help="rounds (default 9; --quick 3)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the weak scaling")
     parser.add_argument("--scales", default="1,2,4", help="weak scaling factors (default 1,2,4)")
     parser.add_argument("--layers", action="store_true", help="print tasks per kind")
@@ -164,7 +169,7 @@ def main(argv=None):
                         help="rewrite the W6 results table in bench/README.md with this run")
     args = parser.parse_args(argv)
     rows = args.rows or (QUICK_ROWS if args.quick else ROWS)
-    repeats = args.repeats or (3 if args.quick else 7)
+    repeats = args.repeats or (3 if args.quick else 9)  # a multiple of the 3 variants
 
     import dask
     import dask.array as da
@@ -183,7 +188,8 @@ def main(argv=None):
               f"{args.chunks} row chunks of {step:,} ({rows * FEATURES * 8 / 1e9:.2f} GB)")
         print("Definition: X and y generated on the cluster and persisted (persist + wait) "
               "before timing;\n  timed: building the lazy graph on the client (arraygrad: "
-              "forward recording + backward)\n  plus .compute(); variants take turns; median "
+              "forward recording + backward)\n  plus .compute(); variants take turns, their order "
+              "rotating every round; median "
               f"of {repeats} rounds (min-max).\n  Graph: tasks of the computed array as built / "
               "after dask.optimize, including\n  the persisted chunks of X, y and w "
               f"({2 * args.chunks + 1} keys).\n")
@@ -230,7 +236,7 @@ def main(argv=None):
         if args.no_scaling:
             return _write(args, results, rows)
         factors = [int(f) for f in args.scales.split(",")]
-        scaling_repeats = max(3, repeats // 2)
+        scaling_repeats = 4  # each of the two variants first in two rounds
         print(f"\nWeak scaling (same chunk size {step:,} rows, chunks growing with rows; median "
               f"of {scaling_repeats} rounds (min-max);\n  same 2 workers at every size, so linear = time x factor; "
               f"efficiency = factor x time at 1x / time, 1.00 = linear):")
