@@ -1,9 +1,12 @@
-"""``python -m bench.compare``, before-and-after figures against another revision: how it runs
-the benchmark (``bench --json``, from outside the checkout) and how it summarises rounds. The
-revision's own environment needs torch installed anew, so its end-to-end run is by hand; no
-timing is asserted here."""
+"""``python -m bench``: every workload runs and arraygrad's gradients agree with the hand-written
+NumPy ones (the bench refuses to time a wrong gradient). ``python -m bench.compare``,
+before-and-after figures against another revision: how it runs the benchmark (``bench --json``,
+from outside the checkout) and how it summarises rounds; the revision's own environment needs
+torch installed anew, so its end-to-end run is by hand. No timing is asserted here."""
 
 import argparse
+import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +71,18 @@ def test_an_unknown_library_or_revision_is_refused_with_the_choices():
     assert "unknown library jax: choose from HandNumpy, Arraygrad" in done.stderr
     with pytest.raises(SystemExit, match="no commit 'no-such-revision'"):
         compare.commit_of("no-such-revision")
+
+
+def test_every_workload_runs_with_gradients_checked_against_hand_written_numpy(tmp_path):
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, str(compare.HARNESS), "--quick", "--libraries",
+                           "HandNumpy,Arraygrad", "--json", str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = {(workload, measure, library): ratio
+            for workload, measure, library, _, _, ratio in json.loads(out.read_text())["results"]}
+    for workload, measure in (("W1", "per op"), ("W2", "time"), ("W3", "time"),
+                              ("W4", "per op"), ("W5", "peak")):
+        assert (workload, measure, "arraygrad") in rows, workload
+    if importlib.util.find_spec("scipy") is not None:  # I1 runs SciPy's own code on Variables
+        assert ("I1", "logsumexp", "arraygrad") in rows and ("I1", "zscore", "arraygrad") in rows
