@@ -1,5 +1,6 @@
-"""Before and after: this benchmark run against another revision of arraygrad and against this
-one, in turns, for several rounds; the median and the spread (lowest-highest) of every figure.
+"""Before and after: the benchmark on another revision of arraygrad and on this one, in turns.
+
+Several rounds of each; the median and the spread (lowest-highest) of every figure.
 
     python -m bench.compare 668f74c                      # W1-W5 and I1, 5 rounds
     python -m bench.compare HEAD~3 --only W1,W2 --rounds 3
