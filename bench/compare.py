@@ -127,7 +127,8 @@ def table(rows, sides):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.compare",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("revision", help="the revision to compare with (a commit, tag, HEAD~3)")
     parser.add_argument("--rounds", type=int, default=5, help="runs of each side (default 5)")
     parser.add_argument("--only", default="W1,W2,W3,W4,W5,I1", help="as python -m bench's")
