@@ -53,7 +53,8 @@ def environment(commit):
     """The Python of a virtual environment with arraygrad at ``commit`` installed (made once)."""
     venv = VENVS / commit
     python = venv / "bin" / "python"
-    if python.exists():
+    installed = venv / "installed"  # written last: an interrupted install is made again
+    if installed.exists():
         return str(python)
     with tempfile.TemporaryDirectory() as tree:
         archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True,
@@ -68,6 +69,7 @@ def environment(commit):
         if done.returncode:
             subprocess.run(["rm", "-rf", str(venv)])
             raise SystemExit(f"installing arraygrad {commit} failed (see pip's output above)")
+    installed.write_text(" ".join(pins()) + "\n")
     return str(python)
 
 
