@@ -6,12 +6,13 @@ Several rounds of each; the median and the spread (lowest-highest) of every figu
     python -m bench.compare HEAD~3 --only W1,W2 --rounds 3
 
 The other revision is exported with ``git archive`` and installed, with its compiled engine where
-it has one, in its own virtual environment (``.bench-venvs/<commit>``, kept for later runs) beside
-the very versions of NumPy, array-api-compat, pluggy, SciPy and torch that this environment has,
-so that arraygrad alone differs. Both sides run this checkout's ``bench/__main__.py``, as a
-script from outside the checkout (so that each imports its own arraygrad), on hand-written NumPy,
-arraygrad and PyTorch (where installed): ratios are to hand-written NumPy in the same process,
-which drifts with the machine as arraygrad does."""
+it has one, in its own virtual environment (``.bench-venvs/<commit>``, kept for later runs)
+beside the very versions of NumPy, array-api-compat, pluggy, SciPy and torch that this
+environment has, so that arraygrad alone differs (other versions here: it is made again).
+Both sides run this checkout's ``bench/__main__.py``, as a script from outside the checkout (so
+that each imports its own arraygrad), on hand-written NumPy, arraygrad and PyTorch (where
+installed): ratios are to hand-written NumPy in the same process, which drifts with the machine
+as arraygrad does."""
 
 import argparse
 import importlib.metadata
@@ -53,8 +54,10 @@ def environment(commit):
     """The Python of a virtual environment with arraygrad at ``commit`` installed (made once)."""
     venv = VENVS / commit
     python = venv / "bin" / "python"
-    installed = venv / "installed"  # written last: an interrupted install is made again
-    if installed.exists():
+    # Written last, with the versions installed beside arraygrad: an interrupted install, or
+    # one beside other versions than this environment's, is made again.
+    installed = venv / "installed"
+    if installed.exists() and installed.read_text() == " ".join(pins()) + "\n":
         return str(python)
     with tempfile.TemporaryDirectory() as tree:
         archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True,

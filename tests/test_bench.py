@@ -86,3 +86,26 @@ def test_every_workload_runs_with_gradients_checked_against_hand_written_numpy(t
         assert (workload, measure, "arraygrad") in rows, workload
     if importlib.util.find_spec("scipy") is not None:  # I1 runs SciPy's own code on Variables
         assert ("I1", "logsumexp", "arraygrad") in rows and ("I1", "zscore", "arraygrad") in rows
+
+
+def test_a_revisions_environment_is_reused_only_when_its_install_finished_with_these_versions(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(compare, "VENVS", tmp_path)
+    calls = []
+
+    def run(command, *args, **kwargs):  # what environment() would run to make it
+        calls.append(command)
+        raise RuntimeError("would install")
+
+    monkeypatch.setattr(compare.subprocess, "run", run)
+    made = tmp_path / "abc1234"
+    made.mkdir()
+    (made / "installed").write_text(" ".join(compare.pins()) + "\n")
+    assert compare.environment("abc1234") == str(made / "bin" / "python") and not calls
+    (made / "installed").write_text("numpy==1.0.0\n")  # made beside other versions
+    with pytest.raises(RuntimeError, match="would install"):
+        compare.environment("abc1234")
+    (made / "installed").unlink()  # an install that never finished
+    with pytest.raises(RuntimeError, match="would install"):
+        compare.environment("abc1234")
+    assert calls == [["git", "archive", "abc1234"]] * 2
