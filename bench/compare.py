@@ -17,6 +17,7 @@ as arraygrad does."""
 import argparse
 import importlib.metadata
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,6 +30,7 @@ HARNESS = ROOT / "bench" / "__main__.py"
 VENVS = ROOT / ".bench-venvs"
 SAME_VERSIONS = ("numpy", "array-api-compat", "pluggy", "scipy", "torch")
 LIBRARIES = "HandNumpy,Arraygrad,Torch"
+THIS_CHECKOUT = "after (this checkout)"
 
 
 def commit_of(revision):
@@ -56,23 +58,23 @@ def environment(commit):
     python = venv / "bin" / "python"
     # Written last, with the versions installed beside arraygrad: an interrupted install, or
     # one beside other versions than this environment's, is made again.
-    installed = venv / "installed"
-    if installed.exists() and installed.read_text() == " ".join(pins()) + "\n":
+    installed, pinned = venv / "installed", pins()
+    if installed.exists() and installed.read_text() == " ".join(pinned) + "\n":
         return str(python)
     with tempfile.TemporaryDirectory() as tree:
         archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True,
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
-        print(f"installing arraygrad {commit} in {venv} ({', '.join(pins())})", flush=True)
+        print(f"installing arraygrad {commit} in {venv} ({', '.join(pinned)})", flush=True)
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        packages = [tree, *pins()]
+        packages = [tree, *pinned]
         if (Path(tree) / "speedups" / "setup.py").exists():
             packages.append(str(Path(tree) / "speedups"))
         done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages])
         if done.returncode:
-            subprocess.run(["rm", "-rf", str(venv)])
+            shutil.rmtree(venv, ignore_errors=True)
             raise SystemExit(f"installing arraygrad {commit} failed (see pip's output above)")
-    installed.write_text(" ".join(pins()) + "\n")
+    installed.write_text(" ".join(pinned) + "\n")
     return str(python)
 
 
@@ -143,7 +145,7 @@ def main(argv=None):
                         help="also put the table in bench/README.md (Results: before and after)")
     args = parser.parse_args(argv)
     commit = commit_of(args.revision)
-    sides = {f"before ({commit})": environment(commit), "after (this checkout)": sys.executable}
+    sides = {f"before ({commit})": environment(commit), THIS_CHECKOUT: sys.executable}
     runs = {side: [] for side in sides}
     for number in range(1, args.rounds + 1):
         # In turns, so that a drift of the machine touches both, which goes first alternating.
@@ -165,7 +167,7 @@ RESULTS_END = "<!-- end of before and after -->"
 
 def machine_of(runs):
     """The machine and versions of this checkout's side (bench --json's ``machine``)."""
-    return runs["after (this checkout)"][-1]["machine"]
+    return runs[THIS_CHECKOUT][-1]["machine"]
 
 
 def write_results(summary, args, commit, machine):
