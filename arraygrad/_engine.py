@@ -711,6 +711,11 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                     _anomaly.check(node, [r.data if isinstance(r, Variable) else dense(r)
                                           for r in results])
                 grads = None  # a VJP may return its g: the buffer must not count as a holder
+            elif not retain_graph and type(node) is Node:
+                # Reached, but no gradient came (the log, sum and exp of a folded log-softmax):
+                # its saved values go now, as if it had run, as PyTorch's engine frees those
+                # of every node it reaches.
+                node.saved = _FREED
             for i in range(len(edges)):  # (indexes, not enumerate: compiled, a C loop)
                 edge = edges[i]
                 if edge is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 import types
 import weakref
 
@@ -24,7 +25,8 @@ from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
-from .rules.elementwise import NEGATED_OPERAND, NEGATED_OPERAND_MIN_SIZE, SAME_OPERANDS, Negation
+from .rules.elementwise import (LOG_SUM_EXP_OPERAND, NEGATED_OPERAND, NEGATED_OPERAND_MIN_SIZE,
+                                SAME_OPERANDS, Negation)
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
@@ -577,6 +579,62 @@ def _negation_of(n, x, x_node, x_nr) -> bool:
 
 
 _NEGATIVE = RULES["negative"]
+_LOG, _SUM, _EXP = RULES["log"], RULES["sum"], RULES["exp"]
+
+
+class _LogSumExp:
+    """What ``x - log(sum(exp(x), axis, keepdims=True))`` keeps to fold its log, sum and exp
+    (``rules.elementwise.LOG_SUM_EXP_OPERAND``): the log's Variable, weakly, and the log and
+    exp nodes, whose saved values the fold reads."""
+
+    __slots__ = ("variable", "log", "exp", "axis")
+
+    def __init__(self, variable, log, exp, axis):
+        self.variable, self.log, self.exp, self.axis = weakref.ref(variable), log, exp, axis
+
+    def folded(self, g):
+        """``(exp(x), sum(exp(x)), axis)`` while nothing can see the gradients of the log, sum
+        and exp: the log's Variable is gone and no hook or ``retain_grad`` waits at its node
+        (the sum's and exp's were unseen when recorded, and nothing can add one to them). None
+        under ``create_graph`` (a Variable ``g``), whose second derivatives need their nodes,
+        and once an earlier backward freed their values."""
+        log = self.log
+        if self.variable() is not None or log.pre_hooks or log.retained or (
+                g.__class__ is Variable):
+            return None
+        e, total = self.exp.saved, log.saved
+        if e.__class__ is not tuple or total.__class__ is not tuple:
+            return None
+        return e[0], total[0], self.axis
+
+
+def _log_sum_exp(b, first, first_nr):
+    """A :class:`_LogSumExp` for ``a - b`` where ``b`` is ``log(sum(exp(a), axis=...,
+    keepdims=True))`` of that very ``a`` (whose node is ``first``, ``first_nr``), and nothing
+    but this chain sees the sum and the exp: their Variables are gone, no other op read them,
+    and no hook waits at their nodes. None otherwise."""
+    log = b.grad_fn  # (linked nodes, whose input is in _next, have no _edges)
+    if log._edges is not None:
+        return None
+    total = log._next
+    if total.__class__ is not Node or total.rule is not _SUM or total._edges is not None:
+        return None
+    options = total.params
+    if not options or options.get("keepdims") is not True or not options.keys() <= _SUM_OPTIONS:
+        return None
+    exp = total._next
+    if exp.__class__ is not Node or exp.rule is not _EXP or exp._edges is not None or (
+            exp._next is not first or exp._nr != first_nr):
+        return None
+    if exp.pre_hooks or exp.retained or total.pre_hooks or total.retained:
+        return None
+    # Held by the next node of the chain, this frame's name and getrefcount's argument alone.
+    if sys.getrefcount(total) > 3 or sys.getrefcount(exp) > 3:
+        return None
+    return _LogSumExp(b, log, exp, options.get("axis"))
+
+
+_SUM_OPTIONS = frozenset(("axis", "keepdims"))
 
 
 def _save_unary(sources, data, out):
@@ -629,6 +687,8 @@ def _binary_fast(recorder, raw_function, reflected=False):
     same_operands = SAME_OPERANDS.get(rule.name, rule)  # x * x: one VJP for both edges
     # (-x) * x and x * (-x): x alone is kept, not -x
     negated = NEGATED_OPERAND.get(rule.name) if rule is RULES.get(rule.name) else None
+    # x - log(sum(exp(x), axis, keepdims=True)): the log, sum and exp folded into this node
+    folds = rule.name == "subtract" and rule is RULES.get(rule.name)
     coerce, plain = backend.coerce, backend._plain_types
     operand = recorder.operand
     # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
@@ -664,6 +724,11 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 node_rule, saved, params = negated[0], (rb,), {"negated": Negation(a)}
             elif _negation_of(b, a, first, first_nr):
                 node_rule, saved, params = negated[1], (ra,), {"negated": Negation(b)}
+        elif folds and needs_a and needs_b and b.grad_fn.__class__ is Node and (
+                b.grad_fn.rule is _LOG):
+            fold = _log_sum_exp(b, first, first_nr)
+            if fold is not None:
+                node_rule, params = LOG_SUM_EXP_OPERAND, {"lse": fold}
         node = linked(node_rule, backend, first, first_nr, second, second_nr,
                       ((ra.shape, ra.dtype) if needs_a else None,
                        (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),

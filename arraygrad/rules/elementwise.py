@@ -171,6 +171,28 @@ def vjp_subtract_x2(xp, g, x2_shape):
 
 
 defvjp("subtract", lambda xp, g: g, vjp_subtract_x2, arrays="x1 x2", jvps=LINEAR)
+
+
+def _minus_log_sum_exp(xp, g, x2_shape, *, lse):
+    """The gradients of ``x - log(sum(exp(x), axis, keepdims=True))`` (a log-softmax written
+    out) to ``x`` and to the log. While the log, sum and exp are unseen, ``lse.folded(g)`` gives
+    what exp and log saved, and the gradient those three nodes would pass back to ``x`` joins
+    the first one here, ``g - exp(x) * sum(g) / sum(exp(x))``, with the values they would have
+    given; none goes to the log, so backward skips them (a fifth of a small MLP's step)."""
+    folded = lse.folded(g)
+    if folded is None or is_complex(folded[0]):
+        return g, vjp_subtract_x2(xp, g, x2_shape)
+    e, total, axis = folded
+    return g - e * (xp.sum(g, axis=axis, keepdims=True) / total), None
+
+
+LOG_SUM_EXP_OPERAND = Rule("subtract", ("x1", "x2"), (), joint=_minus_log_sum_exp,
+                           jvps=(lambda xp, t: t, lambda xp, t: -t))
+"""The rule the namespace records instead for ``x - log(sum(exp(x), axis, keepdims=True))``
+where the exp is of that very ``x`` and only the log's Variable may still be alive; it takes
+the option ``lse``, whose ``folded(g)`` is ``(exp(x), sum(exp(x)), axis)`` while nothing can see
+the gradients of the log, sum and exp, else None."""
+assert LOG_SUM_EXP_OPERAND.sources == RULES["subtract"].sources
 defvjp("divide",
        lambda xp, g, x2: g / conj(xp, x2),
        vjp_divide_x2, arrays="x1 x2",
