@@ -46,6 +46,16 @@ class _Collectors(threading.local):
 
 
 _collectors = _Collectors()
+
+
+class _Running(threading.local):
+    graph = None
+    """Per thread: ``(dependencies, buffers)`` of the backward pass running there (None: none):
+    per node, how many gradients it still waits for, and those it has, which a VJP may read to
+    know which gradients its inputs will get (a folded log-softmax)."""
+
+
+running = _Running()
 _collecting = 0  # threads' collectors now open, over all threads
 _watch_lock = threading.Lock()
 
@@ -686,6 +696,7 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
     ready = [node for node in buffers if dependencies[node] == 0]
     state = _grad_mode.state
     previous, state.enabled = state.enabled, bool(create_graph)
+    outer, running.graph = running.graph, (dependencies, buffers)
     try:
         while ready:
             node = ready.pop()
@@ -733,6 +744,7 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                     ready.append(child)
     finally:
         state.enabled = previous
+        running.graph = outer
     return capture
 
 

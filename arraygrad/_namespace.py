@@ -15,18 +15,18 @@ import types
 import weakref
 
 from . import _grad_mode, _standard
-from ._engine import Node, accumulator
+from ._engine import Node, accumulator, running
 from ._links import linked
 from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
                         Variable)
 from .errors import BackendError, GradientError
-from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, private
+from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, normalize_axis, private
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
-from .rules.elementwise import (LOG_SUM_EXP_OPERAND, NEGATED_OPERAND, NEGATED_OPERAND_MIN_SIZE,
-                                SAME_OPERANDS, Negation)
+from .rules.elementwise import (EXTREMUM_SHIFT, LOG_SUM_EXP_OPERAND, NEGATED_OPERAND,
+                                NEGATED_OPERAND_MIN_SIZE, SAME_OPERANDS, Negation)
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
@@ -580,17 +580,19 @@ def _negation_of(n, x, x_node, x_nr) -> bool:
 
 _NEGATIVE = RULES["negative"]
 _LOG, _SUM, _EXP = RULES["log"], RULES["sum"], RULES["exp"]
+_EXTREMA = (RULES["max"], RULES["min"])
 
 
 class _LogSumExp:
     """What ``x - log(sum(exp(x), axis, keepdims=True))`` keeps to fold its log, sum and exp
-    (``rules.elementwise.LOG_SUM_EXP_OPERAND``): the log's Variable, weakly, and the log and
-    exp nodes, whose saved values the fold reads."""
+    (``rules.elementwise.LOG_SUM_EXP_OPERAND``): the log's Variable, weakly, the log and exp
+    nodes, whose saved values the fold reads, and x's node."""
 
-    __slots__ = ("variable", "log", "exp", "axis")
+    __slots__ = ("variable", "log", "exp", "axis", "x_node")
 
-    def __init__(self, variable, log, exp, axis):
+    def __init__(self, variable, log, exp, axis, x_node):
         self.variable, self.log, self.exp, self.axis = weakref.ref(variable), log, exp, axis
+        self.x_node = x_node
 
     def folded(self, g):
         """``(exp(x), sum(exp(x)), axis)`` while nothing can see the gradients of the log, sum
@@ -605,7 +607,47 @@ class _LogSumExp:
         e, total = self.exp.saved, log.saved
         if e.__class__ is not tuple or total.__class__ is not tuple:
             return None
+        self._mark_shift()
         return e[0], total[0], self.axis
+
+    def _mark_shift(self):
+        """Where x is ``z - m`` (``EXTREMUM_SHIFT``), with ``m`` constant along the summed
+        axes, and x's node gets gradients from this node and the exp alone in the running
+        backward, and the exp none (the log gets its from this node alone), mark that
+        difference's ``shift`` there: x's gradient is this log-softmax's, whose sum along those
+        axes is 0, so ``m``'s vanishes."""
+        node, log, graph = self.x_node, self.log, running.graph
+        if node.__class__ is not Node or node.rule is not EXTREMUM_SHIFT or graph is None:
+            return
+        dependencies, buffers = graph  # (gradients still awaited, gradients received)
+        if dependencies.get(node) != 2 or node in buffers or (
+                dependencies.get(log) != 1 or log in buffers):
+            return
+        (m_shape, _), (shape, _) = node.meta[1], node.meta[2]
+        lead = len(shape) - len(m_shape)
+        for axis in normalize_axis(self.axis, len(shape)):
+            if axis >= lead and m_shape[axis - lead] != 1:
+                return
+        # (a key of this backward's own dict: no other pass, and no later one, can see it)
+        dependencies[node.params["shift"]] = True
+
+
+class _Shift:
+    """What ``x - m`` keeps of ``m``, a ``max`` or ``min`` with keepdims
+    (``rules.elementwise.EXTREMUM_SHIFT``): its Variable, weakly, and its node."""
+
+    __slots__ = ("variable", "node")
+
+    def __init__(self, variable):
+        self.variable, self.node = weakref.ref(variable), variable.grad_fn
+
+    def vanishes(self) -> bool:
+        """Whether a folded log-softmax of the difference marked it in this thread's running
+        backward (:meth:`_LogSumExp._mark_shift`), and nothing can see ``m``'s gradient: its
+        Variable is gone and no hook or ``retain_grad`` waits at its node."""
+        graph, node = running.graph, self.node
+        return (graph is not None and self in graph[0] and self.variable() is None
+                and not node.pre_hooks and not node.retained)
 
 
 def _log_sum_exp(b, first, first_nr):
@@ -631,7 +673,7 @@ def _log_sum_exp(b, first, first_nr):
     # Held by the next node of the chain, this frame's name and getrefcount's argument alone.
     if sys.getrefcount(total) > 3 or sys.getrefcount(exp) > 3:
         return None
-    return _LogSumExp(b, log, exp, options.get("axis"))
+    return _LogSumExp(b, log, exp, options.get("axis"), first)
 
 
 _SUM_OPTIONS = frozenset(("axis", "keepdims"))
@@ -724,11 +766,14 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 node_rule, saved, params = negated[0], (rb,), {"negated": Negation(a)}
             elif _negation_of(b, a, first, first_nr):
                 node_rule, saved, params = negated[1], (ra,), {"negated": Negation(b)}
-        elif folds and needs_a and needs_b and b.grad_fn.__class__ is Node and (
-                b.grad_fn.rule is _LOG):
-            fold = _log_sum_exp(b, first, first_nr)
-            if fold is not None:
-                node_rule, params = LOG_SUM_EXP_OPERAND, {"lse": fold}
+        elif folds and needs_a and needs_b and b.grad_fn.__class__ is Node:
+            if b.grad_fn.rule is _LOG:
+                fold = _log_sum_exp(b, first, first_nr)
+                if fold is not None:
+                    node_rule, params = LOG_SUM_EXP_OPERAND, {"lse": fold}
+            elif b.grad_fn.rule in _EXTREMA and b.grad_fn.params and (
+                    b.grad_fn.params.get("keepdims") is True):
+                node_rule, params = EXTREMUM_SHIFT, {"shift": _Shift(b)}
         node = linked(node_rule, backend, first, first_nr, second, second_nr,
                       ((ra.shape, ra.dtype) if needs_a else None,
                        (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),

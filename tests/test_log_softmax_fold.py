@@ -15,7 +15,7 @@ import pytest
 import arraygrad as ag
 from arraygrad.errors import BackwardError
 from arraygrad.rules import RULES
-from arraygrad.rules.elementwise import LOG_SUM_EXP_OPERAND
+from arraygrad.rules.elementwise import EXTREMUM_SHIFT, LOG_SUM_EXP_OPERAND
 from arraygrad.testing import check_grads
 
 xp = ag.namespace("numpy")
@@ -42,18 +42,24 @@ def expected_grad(x, w, axis):
     return w - softmax * np.sum(w, axis=axis, keepdims=True)
 
 
-def refuse_to_run_the_folded_nodes(y):
-    """Give the log, sum and exp under ``y`` (a folded log-softmax) rules whose VJPs fail, so
-    that backward fails if it runs any of them."""
+def refuse_to_run_the_folded_nodes(fold):
+    """Give the log, sum and exp under ``fold`` (a folded log-softmax's node), and the max it
+    is shifted by, rules whose VJPs fail, so that backward fails if it runs any of them."""
     def refuse(*args, **kwargs):
         raise AssertionError("a folded node ran")
 
-    node = y.grad_fn.next_functions[1][0]
-    for name in ("log", "sum", "exp"):
-        assert node.rule is RULES[name]
+    def refuse_at(node):
         rule = node.rule = copy.copy(node.rule)
         rule.vjps = rule.broadcast_vjps = (refuse,)
+
+    node = fold.next_functions[1][0]
+    for name in ("log", "sum", "exp"):
+        assert node.rule is RULES[name]
+        refuse_at(node)
         node = node.next_functions[0][0]
+    shift = fold.next_functions[0][0]  # x - max(x): the max's node does not run either
+    if getattr(shift, "rule", None) is EXTREMUM_SHIFT:
+        refuse_at(shift.next_functions[1][0])
 
 
 AXES = [-1, 0, (0, 2), None]
@@ -68,7 +74,7 @@ def test_the_fold_is_recorded_and_its_gradient_is_the_log_softmax_s(rng, form, a
     x = ag.Variable(x0, requires_grad=True)
     y = FORMS[form](x, axis)
     assert y.grad_fn.rule is LOG_SUM_EXP_OPERAND
-    refuse_to_run_the_folded_nodes(y)
+    refuse_to_run_the_folded_nodes(y.grad_fn)
     np.testing.assert_allclose(y.data, numpy_log_softmax(x0, axis), rtol=1e-13, atol=1e-13)
     xp.sum(y * w).backward()
     np.testing.assert_allclose(x.grad.data, expected_grad(x0, w, axis), rtol=1e-12,
@@ -261,3 +267,80 @@ def test_complex_values_take_the_unfolded_gradient(rng):
     x0 = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
     check_grads(lambda v: xp.sum(xp.real(plain_log_softmax(v, 1)) ** 2), (x0,), order=1,
                 modes=("rev",))
+
+
+def test_the_maximum_held_gets_its_own_gradient(rng):
+    """``m = max(x)`` held: its gradient, zero but for rounding, is computed, by
+    ``autograd.grad`` and ``retain_grad``; x's is the log-softmax's either way."""
+    x0 = rng.standard_normal((5, 7))
+    w = rng.standard_normal((5, 7))
+    x = ag.Variable(x0, requires_grad=True)
+    m = xp.max(x, axis=1, keepdims=True)
+    y = plain_log_softmax(x - m, 1)
+    assert y.grad_fn.next_functions[0][0].rule is EXTREMUM_SHIFT
+    grad_x, grad_m = ag.autograd.grad(xp.sum(w * y), [x, m])
+    assert grad_m.shape == (5, 1)
+    np.testing.assert_allclose(grad_m.data, 0, atol=1e-14)
+    np.testing.assert_allclose(grad_x.data, expected_grad(x0, w, 1), rtol=1e-12, atol=1e-14)
+
+    x = ag.Variable(x0, requires_grad=True)
+    m = xp.max(x, axis=1, keepdims=True)
+    m.retain_grad()
+    xp.sum(w * plain_log_softmax(x - m, 1)).backward()
+    assert m.grad is not None and m.grad.shape == (5, 1)
+    np.testing.assert_allclose(x.grad.data, expected_grad(x0, w, 1), rtol=1e-12, atol=1e-14)
+
+
+SHIFTS_WITH_OTHER_GRADIENTS = {
+    # the shifted values also in another term: the max passes that term's gradient back
+    "the difference used again": lambda x, w: (lambda s: xp.sum(w * plain_log_softmax(s, 1))
+                                               + 2.5 * xp.sum(s * s))(
+        x - xp.max(x, axis=1, keepdims=True)),
+    # ... by a node that backward runs after the log-softmax's (the product's second operand
+    # is the log-softmax, which the engine's last-in-first-out order runs first)
+    "the difference used again, later": lambda x, w: (lambda s: xp.sum(
+        xp.cos(s) * plain_log_softmax(s, 1)))(x - xp.max(x, axis=1, keepdims=True)),
+    # the log-sum-exp also in another term: the exp passes its gradient to the difference
+    "the log used again": lambda x, w: (lambda s: (lambda lse: xp.sum(w * (s - lse))
+                                                   + 2.5 * xp.sum(lse))(
+        xp.log(xp.sum(xp.exp(s), axis=1, keepdims=True))))(x - xp.max(x, axis=1, keepdims=True)),
+    # a maximum over the other axis is not constant along the softmax's
+    "a maximum over another axis": lambda x, w: xp.sum(
+        w * plain_log_softmax(x - xp.max(x, axis=0, keepdims=True), 1)),
+}
+
+
+@pytest.mark.parametrize("case", SHIFTS_WITH_OTHER_GRADIENTS)
+def test_a_maximum_whose_gradient_does_not_vanish_passes_it(rng, case):
+    x0 = rng.standard_normal((4, 6))
+    w = rng.standard_normal((4, 6))
+    check_grads(lambda v: SHIFTS_WITH_OTHER_GRADIENTS[case](v, w), (x0,), order=1,
+                modes=("rev",))
+
+
+@pytest.mark.parametrize("name", ["numpy", "array_api_strict", "torch", "jax", "dask"])
+def test_every_backend_folds_to_the_same_gradient(rng, name):
+    """The fold and the max's vanishing gradient on each installed backend (each library's own
+    reductions and broadcasting in the fold's sum and product); only the standard rules of
+    exp, sum and log are folded."""
+    info = {i.name: i for i in ag.backends()}.get(name)
+    if info is None or not info.available:
+        pytest.skip(f"backend {name!r} is not available: {info.reason if info else 'unknown'}")
+    backend = ag.get_backend(name)
+    bxp = backend.ns
+    x0 = rng.standard_normal((6, 5)) * 3
+    w = rng.standard_normal((6, 5))
+    x = ag.Variable(backend.raw.asarray(x0), requires_grad=True)
+    shifted = x - bxp.max(x, axis=1, keepdims=True)
+    y = bxp.multiply(shifted - bxp.log(bxp.sum(bxp.exp(shifted), axis=1, keepdims=True)),
+                     backend.raw.asarray(w))
+    del shifted
+    fold = y.grad_fn.next_functions[0][0]
+    if name == "dask":  # its plugin has a rule of its own for sum: no fold, the same gradient
+        assert fold.rule is RULES["subtract"]
+    else:
+        assert fold.rule is LOG_SUM_EXP_OPERAND
+        refuse_to_run_the_folded_nodes(fold)
+    bxp.sum(y).backward()
+    np.testing.assert_allclose(np.asarray(backend.to_numpy(x.grad.data)),
+                               expected_grad(x0, w, 1), rtol=1e-12, atol=1e-13)

@@ -186,13 +186,30 @@ def _minus_log_sum_exp(xp, g, x2_shape, *, lse):
     return g - e * (xp.sum(g, axis=axis, keepdims=True) / total), None
 
 
+_SUBTRACT_TANGENTS = (lambda xp, t: t, lambda xp, t: -t)
 LOG_SUM_EXP_OPERAND = Rule("subtract", ("x1", "x2"), (), joint=_minus_log_sum_exp,
-                           jvps=(lambda xp, t: t, lambda xp, t: -t))
+                           jvps=_SUBTRACT_TANGENTS)
 """The rule the namespace records instead for ``x - log(sum(exp(x), axis, keepdims=True))``
 where the exp is of that very ``x`` and only the log's Variable may still be alive; it takes
 the option ``lse``, whose ``folded(g)`` is ``(exp(x), sum(exp(x)), axis)`` while nothing can see
 the gradients of the log, sum and exp, else None."""
-assert LOG_SUM_EXP_OPERAND.sources == RULES["subtract"].sources
+
+
+def _minus_shift(xp, g, x2_shape, *, shift):
+    """The gradients of ``x - m``, ``m`` a ``max`` or ``min`` with keepdims (a log-softmax's
+    shift): none to ``m`` where ``shift.vanishes()``, that is where the folded log-softmax of
+    this very difference is all that sends it a gradient in this backward, which sums to zero
+    along the axes where ``m`` is constant, and nothing can see ``m``'s: its gradient,
+    ``-sum(g)``, is zero but for rounding, and its ``max`` node need not run."""
+    if shift.vanishes():
+        return g, None
+    return g, vjp_subtract_x2(xp, g, x2_shape)
+
+
+EXTREMUM_SHIFT = Rule("subtract", ("x1", "x2"), (), joint=_minus_shift, jvps=_SUBTRACT_TANGENTS)
+"""The rule the namespace records instead for ``x - m`` where ``m`` is the result of ``max``
+or ``min`` with keepdims; it takes the option ``shift`` (see ``_minus_shift``)."""
+assert LOG_SUM_EXP_OPERAND.sources == EXTREMUM_SHIFT.sources == RULES["subtract"].sources
 defvjp("divide",
        lambda xp, g, x2: g / conj(xp, x2),
        vjp_divide_x2, arrays="x1 x2",
