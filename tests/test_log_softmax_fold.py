@@ -7,6 +7,7 @@ backward is done, as if they had run."""
 
 import copy
 import gc
+import threading
 import tracemalloc
 
 import numpy as np
@@ -344,3 +345,48 @@ def test_every_backend_folds_to_the_same_gradient(rng, name):
     bxp.sum(y).backward()
     np.testing.assert_allclose(np.asarray(backend.to_numpy(x.grad.data)),
                                expected_grad(x0, w, 1), rtol=1e-12, atol=1e-13)
+
+
+def test_numpy_s_own_functions_on_variables_fold_too(rng):
+    """``np.exp``, ``np.sum``, ``np.log`` and ``np.max`` on Variables record the same nodes
+    (NEP 13 and 18), so a log-softmax written with NumPy's names folds as well."""
+    x0 = rng.standard_normal((6, 4)) * 2
+    w = rng.standard_normal((6, 4))
+    x = ag.Variable(x0, requires_grad=True)
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    y = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    del shifted
+    assert y.grad_fn.rule is LOG_SUM_EXP_OPERAND
+    refuse_to_run_the_folded_nodes(y.grad_fn)
+    np.sum(y * w).backward()
+    np.testing.assert_allclose(x.grad.data, expected_grad(x0, w, 1), rtol=1e-12, atol=1e-14)
+
+
+def test_threads_fold_their_own_graphs(rng):
+    """Backward passes in 8 threads at once, half of them holding the log-sum-exp (no fold):
+    each marks and reads only its own pass's state, and gets its own exact gradient."""
+    inputs = [(rng.standard_normal((16, 9)) * 3, rng.standard_normal((16, 9)))
+              for _ in range(8)]
+    errors, barrier = [], threading.Barrier(8)
+
+    def work(k):
+        x0, w = inputs[k]
+        barrier.wait()
+        for _ in range(40):
+            x = ag.Variable(x0, requires_grad=True)
+            shifted = x - xp.max(x, axis=1, keepdims=True)
+            log_total = xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+            loss = xp.sum(w * (shifted - log_total))
+            del shifted
+            if k % 2:
+                del log_total
+            loss.backward()
+            if not np.allclose(x.grad.data, expected_grad(x0, w, 1), rtol=1e-12, atol=1e-14):
+                errors.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
