@@ -178,7 +178,7 @@ def _minus_log_sum_exp(xp, g, x2_shape, *, lse):
     out) to ``x`` and to the log. While the log, sum and exp are unseen, ``lse.folded(g)`` gives
     what exp and log saved, and the gradient those three nodes would pass back to ``x`` joins
     the first one here, ``g - exp(x) * sum(g) / sum(exp(x))``, with the values they would have
-    given; none goes to the log, so backward skips them (a fifth of a small MLP's step)."""
+    given; none goes to the log, so backward skips them."""
     folded = lse.folded(g)
     if folded is None or is_complex(folded[0]):
         return g, vjp_subtract_x2(xp, g, x2_shape)
