@@ -21,7 +21,8 @@ from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
                         Variable)
 from .errors import BackendError, GradientError
-from .rules import NONDIFFERENTIABLE, RULES, Rule, no_rule, normalize_axis, private
+from .rules import (NONDIFFERENTIABLE, RULES, Rule, is_complex, no_rule, normalize_axis,
+                    private)
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
@@ -599,13 +600,14 @@ class _LogSumExp:
         and exp: the log's Variable is gone and no hook or ``retain_grad`` waits at its node
         (the sum's and exp's were unseen when recorded, and nothing can add one to them). None
         under ``create_graph`` (a Variable ``g``), whose second derivatives need their nodes,
-        and once an earlier backward freed their values."""
+        for complex values (whose VJPs conjugate), and once an earlier backward freed their
+        values. Decided before the shift below is marked, which only a fold may do."""
         log = self.log
         if self.variable() is not None or log.pre_hooks or log.retained or (
                 g.__class__ is Variable):
             return None
         e, total = self.exp.saved, log.saved
-        if e.__class__ is not tuple or total.__class__ is not tuple:
+        if e.__class__ is not tuple or total.__class__ is not tuple or is_complex(e[0]):
             return None
         self._mark_shift()
         return e[0], total[0], self.axis
@@ -766,13 +768,13 @@ def _binary_fast(recorder, raw_function, reflected=False):
                 node_rule, saved, params = negated[0], (rb,), {"negated": Negation(a)}
             elif _negation_of(b, a, first, first_nr):
                 node_rule, saved, params = negated[1], (ra,), {"negated": Negation(b)}
-        elif folds and needs_a and needs_b and b.grad_fn.__class__ is Node:
-            if b.grad_fn.rule is _LOG:
+        elif folds and needs_a and needs_b and second.__class__ is Node:  # (b's grad_fn)
+            if second.rule is _LOG:
                 fold = _log_sum_exp(b, first, first_nr)
                 if fold is not None:
                     node_rule, params = LOG_SUM_EXP_OPERAND, {"lse": fold}
-            elif b.grad_fn.rule in _EXTREMA and b.grad_fn.params and (
-                    b.grad_fn.params.get("keepdims") is True):
+            elif second.rule in _EXTREMA and second.params and (
+                    second.params.get("keepdims") is True):
                 node_rule, params = EXTREMUM_SHIFT, {"shift": _Shift(b)}
         node = linked(node_rule, backend, first, first_nr, second, second_nr,
                       ((ra.shape, ra.dtype) if needs_a else None,

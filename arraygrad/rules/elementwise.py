@@ -180,7 +180,7 @@ def _minus_log_sum_exp(xp, g, x2_shape, *, lse):
     the first one here, ``g - exp(x) * sum(g) / sum(exp(x))``, with the values they would have
     given; none goes to the log, so backward skips them."""
     folded = lse.folded(g)
-    if folded is None or is_complex(folded[0]):
+    if folded is None:
         return g, vjp_subtract_x2(xp, g, x2_shape)
     e, total, axis = folded
     return g - e * (xp.sum(g, axis=axis, keepdims=True) / total), None
@@ -192,7 +192,7 @@ LOG_SUM_EXP_OPERAND = Rule("subtract", ("x1", "x2"), (), joint=_minus_log_sum_ex
 """The rule the namespace records instead for ``x - log(sum(exp(x), axis, keepdims=True))``
 where the exp is of that very ``x`` and only the log's Variable may still be alive; it takes
 the option ``lse``, whose ``folded(g)`` is ``(exp(x), sum(exp(x)), axis)`` while nothing can see
-the gradients of the log, sum and exp, else None."""
+the gradients of the log, sum and exp (and the values are real), else None."""
 
 
 def _minus_shift(xp, g, x2_shape, *, shift):
