@@ -4,19 +4,23 @@ Several rounds of each; the median and the spread (lowest-highest) of every figu
 
     python -m bench.compare 668f74c                      # W1-W5 and I1, 5 rounds
     python -m bench.compare HEAD~3 --only W1,W2 --rounds 3
+    python -m bench.compare HEAD~3 --module bench.broad  # the broad benchmark's 14 workloads
 
 The other revision is exported with ``git archive`` and installed, with its compiled engine where
 it has one, in its own virtual environment (``.bench-venvs/<commit>``, kept for later runs)
 beside the very versions of NumPy, array-api-compat, pluggy, SciPy and torch that this
 environment has, so that arraygrad alone differs (other versions here: it is made again).
-Both sides run this checkout's ``bench/__main__.py``, as a script from outside the checkout (so
-that each imports its own arraygrad), on hand-written NumPy, arraygrad and PyTorch (where
-installed): ratios are to hand-written NumPy in the same process, which drifts with the machine
+Both sides run this checkout's ``bench/__main__.py`` (``--module bench.broad``:
+``bench/broad.py``), as a script from outside the checkout (so that each imports its own
+arraygrad), on hand-written NumPy, arraygrad and PyTorch (where installed): ratios are to
+hand-written NumPy in the same process (bench.broad's: to PyTorch), which drifts with the machine
 as arraygrad does."""
 
 import argparse
 import importlib.metadata
+import importlib.util
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -27,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "bench" / "__main__.py"
+HARNESSES = {"bench": HARNESS, "bench.broad": ROOT / "bench" / "broad.py"}
 VENVS = ROOT / ".bench-venvs"
 SAME_VERSIONS = ("numpy", "array-api-compat", "pluggy", "scipy", "torch")
 LIBRARIES = "HandNumpy,Arraygrad,Torch"
@@ -83,13 +88,29 @@ def run_once(python, args):
     [...]}``, as bench --json writes it."""
     with tempfile.TemporaryDirectory() as outside:  # not the checkout: its arraygrad would win
         out = Path(outside) / "results.json"
-        command = [python, str(HARNESS), "--only", args.only, "--libraries", LIBRARIES,
-                   "--json", str(out)] + (["--quick"] if args.quick else [])
-        done = subprocess.run(command, cwd=outside, capture_output=True, text=True)
+        module = getattr(args, "module", "bench")
+        command = [python, str(HARNESSES[module]), "--libraries", LIBRARIES, "--json",
+                   str(out)] + (["--only", args.only] if args.only else []) + (
+                       ["--quick"] if args.quick else [])
+        environment = dict(os.environ)
+        if module == "bench.broad" and sklearn_digits():  # the same data on both sides
+            environment["BENCH_BROAD_DIGITS"] = str(sklearn_digits())
+        done = subprocess.run(command, cwd=outside, capture_output=True, text=True,
+                              env=environment)
         if done.returncode:
             raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}"
                              f"{done.stderr[-2000:]}")
         return json.loads(out.read_text())
+
+
+def sklearn_digits():
+    """This environment's scikit-learn digits file, which bench.broad's mlp_digits reads (the
+    other revision's environment has no scikit-learn), or None."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data" / "digits.csv.gz"
+    return path if path.exists() else None
 
 
 def summarise(runs_by_side):
@@ -138,7 +159,10 @@ def main(argv=None):
                                      description=__doc__.splitlines()[0])
     parser.add_argument("revision", help="the revision to compare with (a commit, tag, HEAD~3)")
     parser.add_argument("--rounds", type=int, default=5, help="runs of each side (default 5)")
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,I1", help="as python -m bench's")
+    parser.add_argument("--module", choices=sorted(HARNESSES), default="bench",
+                        help="the benchmark to run on both sides: python -m bench (W1-W5, I1; "
+                             "the default) or python -m bench.broad")
+    parser.add_argument("--only", help="as the benchmark's own --only (default: its own)")
     parser.add_argument("--quick", action="store_true",
                         help="python -m bench --quick: a smoke run")
     parser.add_argument("--write-results", action="store_true",
@@ -163,6 +187,9 @@ def main(argv=None):
 RESULTS_START = ("<!-- before and after: written by `python -m bench.compare REVISION "
                  "--write-results`; do not edit by hand -->")
 RESULTS_END = "<!-- end of before and after -->"
+BROAD_START = ("<!-- broad before and after: written by `python -m bench.compare REVISION "
+               "--module bench.broad --write-results`; do not edit by hand -->")
+BROAD_END = "<!-- end of broad before and after -->"
 
 
 def machine_of(runs):
@@ -174,12 +201,18 @@ def write_results(summary, args, commit, machine):
     # (imported here, not with this module: importing it pins BLAS threads in os.environ)
     import bench.__main__ as bench
 
-    command = (f"python -m bench.compare {args.revision} --rounds {args.rounds} --only "
-               f"{args.only}{' --quick' if args.quick else ''} --write-results")
-    bench.write_section([RESULTS_START, "", f"Measured {time.strftime('%Y-%m-%d')} with "
+    broad = getattr(args, "module", "bench") == "bench.broad"
+    command = (f"python -m bench.compare {args.revision} --rounds {args.rounds}"
+               f"{' --module bench.broad' if broad else ''}"
+               f"{f' --only {args.only}' if args.only else ''}"
+               f"{' --quick' if args.quick else ''} --write-results")
+    start, end = (BROAD_START, BROAD_END) if broad else (RESULTS_START, RESULTS_END)
+    bench.write_section([start, "", f"Measured {time.strftime('%Y-%m-%d')} with "
                          f"`{command}` ({commit}) on {machine}. Medians (lowest-highest) of "
                          f"{args.rounds} runs per side, the sides in turns; ratios to "
-                         "hand-written NumPy in the same run.", "", summary, "", RESULTS_END],
+                         f"{'PyTorch' if broad else 'hand-written NumPy'} in the same run.", "",
+                         summary, "", end],
+                        "Results: broad, before and after" if broad else
                         "Results: before and after")
 
 

@@ -109,3 +109,40 @@ def test_a_revisions_environment_is_reused_only_when_its_install_finished_with_t
     with pytest.raises(RuntimeError, match="would install"):
         compare.environment("abc1234")
     assert calls == [["git", "archive", "abc1234"]] * 2
+
+
+BROAD_WORKLOADS = ("logreg", "ridge", "attention", "gp", "rnn", "lbfgs", "hvp", "batched_linalg",
+                   "mmd", "mlp_digits", "poisson", "springs", "tv", "scipy")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="bench.broad checks every gradient against PyTorch's: torch is not "
+                           "installed")
+def test_the_broad_benchmark_runs_every_workload_with_gradients_checked_against_pytorch(
+        tmp_path):
+    # bench.broad exits 1 where arraygrad's (or the hand-written) gradient differs from
+    # PyTorch's, or where a library cannot run a workload.
+    out = tmp_path / "broad.json"
+    done = subprocess.run([sys.executable, "-m", "bench.broad", "--quick", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["failures"] == [] and tuple(report["workloads"]) == BROAD_WORKLOADS
+    rows = {(workload, measure, library): (figure, ratio)
+            for workload, measure, library, figure, _, ratio in report["results"]}
+    for workload in BROAD_WORKLOADS:
+        assert workload in done.stdout
+        ag_ms, ratio = rows[workload, "time", "arraygrad"]
+        torch_ms, torch_ratio = rows[workload, "time", "PyTorch"]
+        assert ag_ms > 0 and torch_ratio == 1.0 and ratio == pytest.approx(ag_ms / torch_ms)
+        assert (workload, "peak", "arraygrad") in rows
+    assert ("lbfgs", "evaluations", "arraygrad") in rows
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_compare_runs_the_broad_benchmark_from_outside_the_checkout():
+    args = argparse.Namespace(module="bench.broad", only="ridge,tv", quick=True)
+    run = compare.run_once(sys.executable, args)
+    assert {(workload, library) for workload, measure, library, *_ in run["results"]
+            if measure == "time"} == {(w, lib) for w in ("ridge", "tv") for lib in (
+                "PyTorch", "arraygrad", "hand-written NumPy")}
