@@ -16,7 +16,7 @@ from ._transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, val
 from ._variable import Variable
 from ._function import Function, FunctionCtx, custom_jvp, custom_vjp, once_differentiable
 from . import _namespace  # noqa: F401  (installs the factory of differentiable namespaces)
-from . import autograd  # noqa: E402  (arraygrad.testing, the checkers, is imported explicitly)
+from . import autograd, testing  # noqa: F401  (ag.testing.check_grads, as torch.testing)
 from ._checkpoint import checkpoint
 from ._debug import detect_anomaly, is_anomaly_enabled, set_detect_anomaly, to_dot
 from .hookspecs import BackendSpec
@@ -34,7 +34,7 @@ __all__ = [
     "jacfwd", "jacrev", "hvp",
     "Function", "FunctionCtx", "once_differentiable", "custom_vjp", "custom_jvp",
     "checkpoint", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "to_dot",
-    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "autograd", "testing", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "backends", "register_backend", "hookimpl", "BackendSpec", "BackendInfo", "DEFAULT_TOLERANCES",
     "DEFAULT_CAPABILITIES", "ArraygradError", "BackendError", "BackendUnavailable",
     "BackwardError", "GradientError", "InplaceError", "NoRuleError",

@@ -1,5 +1,6 @@
 """einops backend for Variables: ``einops.rearrange(v, ...)``, ``reduce``, ``repeat``,
-``einsum`` record through the differentiable namespace, on every backend.
+``einsum`` record through the differentiable namespace, on every backend (``einsum``
+composed of the standard's functions where the backend has none of its own).
 
 einops finds backends among the subclasses of its ``AbstractBackend`` whose
 ``framework_name`` is an imported module; arraygrad defines this one on import when einops is

@@ -2,8 +2,10 @@
 
 ``f`` is run once with reverse-mode recording; the recorded graph is then walked from the
 inputs to the outputs, pushing tangents through each node's JVP: an explicit tangent rule per
-argument, the function itself for linear functions (``LINEAR``), or, where a rule has no JVP,
-the transpose of its VJP (``J t`` is the gradient of ``<VJP(g), t>`` with respect to ``g``).
+argument, the function itself for linear functions (``LINEAR``), the sum over the arguments of
+the function with one of them replaced by its tangent for multilinear ones (``MULTILINEAR``),
+or, where a rule has no JVP, the transpose of its VJP (``J t`` is the gradient of
+``<VJP(g), t>`` with respect to ``g``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from ._engine import AccumulateGrad, Node, _options, fit, run_vjps
 from ._variable import Variable
 from .errors import NoRuleError
-from .rules import LINEAR, TRANSPOSE, Rule, device_of
+from .rules import LINEAR, MULTILINEAR, TRANSPOSE, Rule, device_of
 
 
 def _topological(outputs):
@@ -73,7 +75,8 @@ _NO_OPTIONS: dict = {}
 
 
 def _plan(rule):
-    """``("custom", fn)``, ``("none",)``, ``("linear",)``, ``("transpose",)`` or
+    """``("custom", fn)``, ``("none",)``, ``("linear",)``, ``("multilinear",)``,
+    ``("transpose",)`` or
     ``("explicit", ((argument, jvp, picker of saved values, keywords), ...))``."""
     custom = getattr(rule, "node_jvp", None)  # a user's Function (arraygrad._function)
     if custom is not None:
@@ -82,6 +85,8 @@ def _plan(rule):
         return ("none",)
     if rule.jvps == LINEAR:
         return ("linear",)
+    if rule.jvps == MULTILINEAR:
+        return ("multilinear",)
     if rule.jvps and rule.jvps != TRANSPOSE:
         return ("explicit", tuple((i, jvp, _picker(rule.jvp_index[i]), rule.jvp_keywords[i])
                                   for i, jvp in enumerate(rule.jvps) if jvp is not None))
@@ -116,6 +121,8 @@ def _node_jvp(node, tangents):
         return total
     if kind == "linear":
         return _apply_linear(node, tangents)
+    if kind == "multilinear":
+        return _apply_multilinear(node, tangents)
     if kind == "custom":
         return plan[1](node, tangents)
     if kind == "none":
@@ -142,12 +149,33 @@ def _apply_linear(node, tangents):
             elif not (i < len(rule.arrays) and params.get(rule.arrays[i], 0) is None):
                 t = 0  # a Python scalar (an argument left out stays None)
         filled.append(t)
+    return _call(node, filled)
+
+
+def _apply_multilinear(node, tangents):
+    """A multilinear function's JVP: the sum, over the arguments with a tangent, of the
+    function with that argument replaced by its tangent, the others' values saved for the VJP."""
+    rule, saved = node.rule, dict(zip(node.rule.sources, node.saved))
+    values = saved[("inputs", 0)] if rule.sequence else [
+        saved[("input", i)] for i in range(len(tangents))]
+    total = None
+    for k, t in enumerate(tangents):
+        if t is not None:
+            term = _call(node, [t if j == k else value for j, value in enumerate(values)])
+            total = term if total is None else total + term
+    return total
+
+
+def _call(node, filled):
+    """The node's function (the backend's own) on ``filled`` in place of its array arguments,
+    with its options."""
+    rule, params = node.rule, dict(node.params or {})
     function = node.backend.recorders[rule.name].raw_function
     positional = [params.pop(name) for name in rule.positional if name in params]
     if rule.sequence == "list":
         return function(filled, *positional, **params)
     if rule.sequence == "varargs":
-        return function(*filled, **params)
+        return function(*positional, *filled, **params)
     # Array arguments given by keyword (diff's prepend) are in params: pass them so again.
     by_keyword = {name: t for name, t in zip(rule.arrays, filled) if name in params}
     for name, t in by_keyword.items():

@@ -22,6 +22,7 @@ from ._grad_mode import _GradMode, state as _grad_state
 from ._plugins import registry
 from ._variable import Variable
 from .errors import BackendError, BackwardError, GradientError, NoRuleError
+from .rules import device_of
 
 
 # --------------------------------------------------------------------------------- the context
@@ -175,7 +176,7 @@ class _FunctionRule:
         backend = node.backend
         raw = backend.raw
         filled = []
-        device = next((getattr(t, "device", None) for t in tangents if t is not None), None)
+        device = next((device_of(t) for t in tangents if t is not None), None)
         for t, meta in zip(tangents, node.meta):
             if t is None and meta is not None:
                 t = raw.zeros(meta[0], dtype=meta[1], device=device)

@@ -21,8 +21,8 @@ from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
                         Variable)
 from .errors import BackendError, GradientError
-from .rules import (NONDIFFERENTIABLE, RULES, Rule, is_complex, no_rule, normalize_axis,
-                    private)
+from .rules import (NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, is_complex, no_rule,
+                    normalize_axis, private)
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
@@ -63,6 +63,13 @@ class Namespace(types.ModuleType):
             if special is not None:
                 self.special = special
                 return special
+        if name in OUTSIDE_STANDARD and self.__name__ == f"arraygrad[{self._backend.name}]":
+            raise AttributeError(
+                f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
+                f"{name} is outside the Array API standard, and arraygrad offers it (with its "
+                f"differentiation rule) only where the backend's own namespace has it, and "
+                f"{self._backend.name}'s does not. Use a backend that has it, or compose it "
+                f"from the standard's functions.")
         if hasattr(self._backend.raw, name):
             raise AttributeError(
                 f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
@@ -298,8 +305,8 @@ class _Recorder:
         if rule.sequence == "list":
             arrays = args[0] if args else kwargs.pop("arrays", _MISSING)
             inputs, rest = self.arrays(arrays), args[1:]
-        elif rule.sequence == "varargs":
-            inputs, rest = list(args), ()
+        elif rule.sequence == "varargs":  # options given by position come first (einsum's)
+            inputs, rest = self.varargs(args)
         elif rule.vjps is None:  # no rule: every Variable argument is an input
             inputs, rest = [a for a in args if isinstance(a, Variable)], ()
         else:
@@ -333,7 +340,7 @@ class _Recorder:
             elif rule.vjps is None:
                 out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
             elif rule.sequence == "varargs":
-                out = self.raw_function(*raw_inputs, **raw_kwargs)
+                out = self.raw_function(*raw_rest, *raw_inputs, **raw_kwargs)
             else:
                 positional = len(args[:len(rule.arrays)])
                 out = self.raw_function(*raw_inputs[:positional], *raw_rest, **raw_kwargs,
@@ -349,6 +356,20 @@ class _Recorder:
             if name in keyword_inputs or (rule.sequence is False and value is None):
                 params[name] = value
         return self.record(inputs, raw_inputs, out, params)
+
+    def varargs(self, args):
+        """The arrays and the options before them of a function taking ``*arrays`` (options
+        given by position come first: ``einsum(subscripts, *operands)``), checked."""
+        lead = len(self.rule.positional)
+        for name, value in zip(self.rule.positional, args):
+            if _array_like(value):
+                raise TypeError(f"{self.name}() takes its option {name} first, then its arrays; "
+                                f"got {_a(value)} for {name}")
+        inputs = list(args[lead:])
+        for k, value in enumerate(inputs):
+            if value.__class__ is not Variable:
+                inputs[k] = self.array_input(f"arrays[{k}]", value)
+        return inputs, args[:lead]
 
     def arrays(self, arrays):
         """The arrays of ``stack(arrays)`` or ``concat(arrays)`` as a list, checked."""
@@ -841,7 +862,7 @@ def build_namespace(backend) -> Namespace:
     if hasattr(raw, "__array_namespace_info__"):
         ns.__array_namespace_info__ = _namespace_info(backend, raw.__array_namespace_info__)
     recorders = {}
-    for name in _standard.FUNCTIONS:
+    for name in (*_standard.FUNCTIONS, *sorted(OUTSIDE_STANDARD)):  # those where raw has them
         raw_function = _resolve(raw, name)
         if raw_function is None:
             continue
@@ -1061,22 +1082,60 @@ class _OperatorTable(dict):
 
 
 def _operators(ns, backend, recorders):
-    """The functions behind Variable's operators: Python's operators on the raw values, so that
-    Python scalars work on every backend (``2 * x``, ``x ** 2``)."""
+    """The functions behind Variable's operators: the raw functions the namespace's functions
+    call, so that a plugin's fix-up of ``matmul`` reaches ``x @ y`` too. Namespaces of the
+    standard's 2024.12 and later take a Python scalar operand (``2 * x``, ``x ** 2``) as its
+    operators do; an older one's functions get it as an array (:func:`_scalar_operand`)."""
     table = _OperatorTable(backend.name)
+    version = getattr(backend.raw, "__array_api_version__", None)
+    takes_scalars = isinstance(version, str) and version >= "2024.12"
     for dunder, name in {**_BINARY_OPERATORS, **_COMPARISONS}.items():
         raw_operator = getattr(operator, dunder if dunder not in ("and", "or") else dunder + "_")
+        raw_function = recorders[name].raw_function if name in recorders else _resolve(
+            backend.raw, name)
+        if raw_function is None:  # the namespace lacks it: the library's own operator
+            raw_function = raw_operator
+        elif not takes_scalars:
+            raw_function = _scalar_operand(backend.raw, raw_function, raw_operator)
         if name in recorders:
-            table[name] = _binary_fast(recorders[name], raw_operator)
-            table["r" + name] = _binary_fast(recorders[name], raw_operator, reflected=True)
+            table[name] = _binary_fast(recorders[name], raw_function)
+            table["r" + name] = _binary_fast(recorders[name], raw_function, reflected=True)
         else:
-            plain = _plain(backend, name, raw_operator)
+            plain = _plain(backend, name, raw_function)
             table[name] = plain
             table["r" + name] = lambda a, b, plain=plain: plain(b, a)
     for dunder, name in _UNARY_OPERATORS.items():
         if name in vars(ns):  # a backend may lack some functions
             table[name] = getattr(ns, name)
     return table
+
+
+# The array dtypes a Python scalar may meet in an operator, by the standard's type promotion
+# ("Mixing arrays with Python scalars"): it takes the array's dtype.
+_SCALAR_MEETS = {bool: "bool", int: ("integral", "real floating", "complex floating"),
+                 float: ("real floating", "complex floating"), complex: "complex floating"}
+
+
+def _scalar_operand(raw, raw_function, raw_operator):
+    """``raw_function(a, b)`` for a namespace older than the standard's 2024.12, whose functions
+    take arrays only: a Python scalar operand becomes a 0-d array of the other's dtype, as the
+    standard's operators take it. A mix the standard leaves to the library (an integer array
+    and a float) is the library's own operator's."""
+    asarray, isdtype = raw.asarray, raw.isdtype
+
+    def function(a, b):
+        first = a.__class__ in _NUMBERS
+        scalar, array = (a, b) if first else (b, a)
+        if scalar.__class__ not in _NUMBERS or array.__class__ in _NUMBERS:
+            return raw_function(a, b)
+        if not isdtype(array.dtype, _SCALAR_MEETS[scalar.__class__]):
+            return raw_operator(a, b)
+        device = getattr(array, "device", None)
+        scalar = (asarray(scalar, dtype=array.dtype) if device is None else
+                  asarray(scalar, dtype=array.dtype, device=device))
+        return raw_function(scalar, b) if first else raw_function(a, scalar)
+
+    return function
 
 
 Backend.namespace_factory = build_namespace  # backends build their namespace through it

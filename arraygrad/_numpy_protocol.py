@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import string
 
+from .rules.linear_algebra import parse_einsum
+
 # NumPy ufuncs by name -> the standard's function of the same meaning.
 UFUNCS = {
     **{name: name for name in (
@@ -506,37 +508,68 @@ def _pairs(pad_width, ndim):
     return pad_width * ndim if len(pad_width) == 1 else pad_width
 
 
-def einsum(xp, subscripts, *operands):
-    """``einsum`` with the standard's functions: each operand's axes laid out in one order of
-    all letters, multiplied with broadcasting, then summed over the letters not kept. An
-    ellipsis stands for the same letters in every operand, right-aligned, as in NumPy.
-    Repeated letters within one operand (diagonals) are refused."""
-    subscripts = subscripts.replace(" ", "")
-    inputs, arrow, output = subscripts.partition("->")
-    specs = inputs.split(",")
-    if len(specs) != len(operands):
-        raise TypeError(f"einsum({subscripts!r}) names {len(specs)} operand"
-                        f"{'s' if len(specs) != 1 else ''} but got {len(operands)}")
+def _einsum(*operands, out=None, optimize=False, **options):
+    """``np.einsum`` on Variables: the namespace's ``einsum`` where the backend has one, else
+    composed of the standard's functions; NumPy's sublist form is written as subscripts first.
+    ``optimize`` (the order of NumPy's contractions) changes no value: it is ignored."""
+    refused = ["out"] * (out is not None) + list(options)
+    if refused:
+        raise unsupported("numpy.einsum", f" with {', '.join(k + '=' for k in refused)}")
+    subscripts, operands = from_sublists(operands)
+    xp = _namespace_of(operands)
     operands = [xp.asarray(operand) for operand in operands]
-    if "." in subscripts:
-        specs, output = _without_ellipsis(subscripts, specs, output if arrow else None,
-                                          operands)
-    elif not arrow:
-        letters = "".join(specs)
-        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    for k, (spec, operand) in enumerate(zip(specs, operands)):
-        if len(spec) != operand.ndim:
-            raise ValueError(f"einsum({subscripts!r}): operand {k} has {operand.ndim} axes, "
-                             f"but its subscripts name {len(spec)}")
-    if any(len(set(spec)) != len(spec) for spec in specs):
-        raise TypeError(
-            f"einsum({subscripts!r}) repeats a letter within one operand (a diagonal), which "
-            "arraygrad's einsum does not support: take the diagonal first with "
-            "xp.linalg.diagonal(x) (or xp.linalg.trace(x) for a trace), with xp = "
-            "x.__array_namespace__(), and einsum the rest")
+    parse_einsum(subscripts, tuple(tuple(o.shape) for o in operands))  # errors alike everywhere
+    return einsum(xp, subscripts, *operands)
+
+
+SUBLIST_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+"""The letters of NumPy's einsum sublist labels 0 to 51, in its order (so implicit outputs
+agree)."""
+
+
+def from_sublists(args) -> tuple[str, tuple]:
+    """``(subscripts, operands)`` of ``einsum``'s arguments: the string form as it is, NumPy's
+    sublist form (``a, [0, 1], b, [1, 2], [0, 2]``) with its labels as letters and
+    ``Ellipsis`` as ``...``."""
+    if not args or isinstance(args[0], str):
+        return (args[0] if args else ""), tuple(args[1:])
+    output = args[-1] if len(args) % 2 else None
+    pairs = args[:-1] if output is not None else args
+    specs = [_letters(sublist) for sublist in pairs[1::2]]
+    subscripts = ",".join(specs) + ("" if output is None else "->" + _letters(output))
+    return subscripts, tuple(pairs[0::2])
+
+
+def _letters(sublist):
+    letters = []
+    for label in sublist:
+        if label is Ellipsis:
+            letters.append("...")
+        elif isinstance(label, int) and 0 <= label < len(SUBLIST_LETTERS):
+            letters.append(SUBLIST_LETTERS[label])
+        else:
+            raise ValueError(f"einsum: the sublist {list(sublist)!r} holds {label!r}; its labels "
+                             f"are integers from 0 to {len(SUBLIST_LETTERS) - 1} or Ellipsis")
+    return "".join(letters)
+
+
+def einsum(xp, subscripts, *operands):
+    """``einsum`` on the namespace ``xp``: its own where it has one (differentiable, with its
+    rule, on arraygrad's namespaces), else :func:`composed`."""
+    own = getattr(xp, "einsum", None)
+    return own(subscripts, *operands) if own else composed(xp, subscripts, *operands)
+
+
+def composed(xp, subscripts, *operands):
+    """``einsum`` with the standard's functions: each operand's diagonals taken, its axes laid
+    out in one order of all letters, the operands multiplied with broadcasting, then summed over
+    the letters not kept."""
+    operands = [xp.asarray(operand) for operand in operands]
+    specs, output = parse_einsum(subscripts, tuple(tuple(o.shape) for o in operands))
     order = list(output) + sorted({c for spec in specs for c in spec} - set(output))
     result = None
     for spec, operand in zip(specs, operands):
+        operand, spec = _diagonals(xp, operand, spec)
         present = sorted(range(len(spec)), key=lambda i: order.index(spec[i]))
         operand = xp.permute_dims(operand, tuple(present))
         kept = [spec[i] for i in present]
@@ -547,36 +580,19 @@ def einsum(xp, subscripts, *operands):
     return xp.sum(result, axis=summed) if summed else result
 
 
-def _without_ellipsis(subscripts, specs, output, operands):
-    """``specs`` and ``output`` with each ``...`` replaced by letters unused in
-    ``subscripts``: the same letters for the same axes, aligned from the right. With no
-    output given, NumPy's: the ellipsis' axes, then the letters that occur once, sorted."""
-    free = [c for c in string.ascii_letters if c not in subscripts]
-    widths = []
-    for spec, operand in zip(specs, operands):
-        if spec.replace("...", "", 1).count(".") or (spec.count(".") and "..." not in spec):
-            raise ValueError(f"einsum({subscripts!r}): a '.' that is not part of an ellipsis")
-        widths.append(operand.ndim - (len(spec) - 3) if "..." in spec else 0)
-        if widths[-1] < 0:
-            raise ValueError(f"einsum({subscripts!r}): operand {len(widths) - 1} has "
-                             f"{operand.ndim} axes, fewer than its subscripts name")
-    width = max(widths)
-    if width > len(free):
-        raise ValueError(f"einsum({subscripts!r}): too many axes under the ellipsis")
-    ellipsis = "".join(free[:width])
-    specs = [spec.replace("...", ellipsis[width - w:]) for spec, w in zip(specs, widths)]
-    if output is None:
-        letters = "".join(specs)
-        output = ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
-                                           and c not in ellipsis))
-    elif "..." in output:
-        output = output.replace("...", ellipsis)
-    elif width:
-        raise ValueError(f"einsum({subscripts!r}): the operands have axes under the ellipsis, "
-                         "so the output must have one too ('...->...'), as in NumPy")
-    if "." in output:
-        raise ValueError(f"einsum({subscripts!r}): a '.' that is not part of an ellipsis")
-    return specs, output
+def _diagonals(xp, operand, spec):
+    """``operand``'s diagonal along each letter ``spec`` repeats, and its letters, each once:
+    ``x * I`` summed over the second axis of each pair."""
+    for second, c in enumerate(spec):
+        first = spec.index(c)
+        if first != second:
+            n = operand.shape[second]
+            shape = [1] * operand.ndim
+            shape[first] = shape[second] = n
+            eye = xp.eye(n, dtype=operand.dtype, device=getattr(operand, "device", None))
+            operand = xp.sum(operand * xp.reshape(eye, tuple(shape)), axis=second)
+            return _diagonals(xp, operand, spec[:second] + spec[second + 1:])
+    return operand, spec
 
 
 def _values(value):
@@ -668,8 +684,7 @@ FUNCTIONS = {
     "cross": lambda a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: _namespace_of(
         [a, b]).linalg.cross(a, b, axis=-1 if axis is None else axis),
     "pad": pad,
-    "einsum": lambda subscripts, *operands, **k: einsum(_namespace_of(operands), subscripts,
-                                                        *operands),
+    "einsum": _einsum,
     "linalg.norm": _norm, "linalg.svd": _svd,
     **{f"linalg.{name}": _linalg(name) for name in (
         "det", "inv", "solve", "slogdet", "eigh", "eigvalsh", "cholesky", "qr", "pinv",

@@ -60,6 +60,7 @@ class Backend:
         self.operators = None  # set with the namespace: the functions behind Variable's operators
         self._inexact: dict = {}  # dtype -> floating or complex, cached
         self._capabilities = None
+        self._device_of = None  # spec.device_of, imported where it is "module:function"
         self.get_index = spec.get_index or _default_get_index  # on the per-op path: no lookup
         self.tracked = spec.tracked
         self.dtypes = tuple(spec.dtypes)
@@ -141,6 +142,16 @@ class Backend:
             return self.spec.set_index(array, key, value)
         array[key] = value
         return array
+
+    def device(self, array):
+        """The device of ``array``: the spec's ``device_of``, else the standard's
+        ``array.device``; None (the library's default device) where the array has none."""
+        declared = self.spec.device_of
+        if declared is None:
+            return getattr(array, "device", None)
+        if self._device_of is None:  # "module:function" is imported on first use
+            self._device_of = declared if callable(declared) else load(declared)
+        return self._device_of(array)
 
     @property
     def raw_special(self):

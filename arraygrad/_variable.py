@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
 import sys
 import warnings
 import weakref
@@ -527,6 +528,14 @@ class Variable:
 
     def __array__(self, dtype=None, copy=None):
         # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses.
+        if self._requires_grad and _scipy_without_array_api(sys._getframe(1)):
+            raise GradientError(
+                "SciPy converted a Variable that requires grad to NumPy, which would leave the "
+                "graph: SciPy's array API support is off, because SCIPY_ARRAY_API was not set "
+                "when SciPy was first imported (it reads it once). Set it before SciPy's first "
+                "import (os.environ[\"SCIPY_ARRAY_API\"] = \"1\" before `import scipy`, or "
+                "SCIPY_ARRAY_API=1 in the environment): SciPy then computes on Variables "
+                "through their namespace, and gradients flow (see docs/interop.md).")
         array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
 
@@ -541,11 +550,20 @@ class Variable:
 
     @property
     def device(self):
+        backend = self._backend
+        if backend.spec.device_of is not None:  # the plugin says, for arrays without .device
+            return backend.device(self._data)
         device = getattr(self._data, "device", None)
         if device is None and "array_api_compat" in sys.modules:
             # dask arrays have no .device: array-api-compat's answer ("cpu"), which libraries
             # built on it expect; None (every function's default device) when it is not in use.
-            device = sys.modules["array_api_compat"].device(self.data)
+            try:
+                device = sys.modules["array_api_compat"].device(self.data)
+            except AttributeError:
+                raise AttributeError(
+                    f"a {type(self._data).__name__} of backend {backend.name!r} has no `device` "
+                    "attribute (the standard's): give the backend's BackendSpec a device_of, "
+                    "a function returning an array's device") from None
         return device
 
     @property
@@ -1005,6 +1023,24 @@ class Variable:
 _engine.use_variable_type(Variable)  # the engine wraps values for create_graph through it
 
 
+def _scipy_without_array_api(frame) -> bool:
+    """Whether ``frame``, or the nearest frame above it outside arraygrad and NumPy, runs SciPy
+    code while SciPy's array API support is off (read where each SciPy reads it: 1.16 and
+    later in ``_array_api_override``, 1.15 in ``_array_api._GLOBAL_CONFIG``)."""
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
+            "arraygrad", "numpy"):
+        frame = frame.f_back
+    if frame is None or frame.f_globals.get("__name__", "").partition(".")[0] != "scipy":
+        return False
+    override = sys.modules.get("scipy._lib._array_api_override")
+    config = getattr(sys.modules.get("scipy._lib._array_api"), "_GLOBAL_CONFIG", None)
+    if override is not None and hasattr(override, "SCIPY_ARRAY_API"):
+        return not override.SCIPY_ARRAY_API
+    if config is not None:
+        return not config.get("SCIPY_ARRAY_API")
+    return not os.environ.get("SCIPY_ARRAY_API")
+
+
 _BINARY_OPERATORS = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
     "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "matmul": "matmul",
@@ -1018,6 +1054,14 @@ _UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "abs", "invert"
 
 def _forward(name):
     def operator(self, other):
+        return self._backend.operators[name](self, other)
+    return operator
+
+
+def _comparison(name):
+    def operator(self, other):
+        if other is None or other.__class__ in (str, bytes):  # Python's answer, as PyTorch's:
+            return NotImplemented  # x == None is False, x < "a" a TypeError, on every backend
         return self._backend.operators[name](self, other)
     return operator
 
@@ -1049,7 +1093,7 @@ for _dunder, _function in _BINARY_OPERATORS.items():
     setattr(Variable, f"__r{_dunder}__", _reflected(_function))
     setattr(Variable, f"__i{_dunder}__", _in_place(_function, _SYMBOLS[_dunder]))
 for _dunder, _function in _COMPARISONS.items():
-    setattr(Variable, f"__{_dunder}__", _forward(_function))
+    setattr(Variable, f"__{_dunder}__", _comparison(_function))
 for _dunder, _function in _UNARY_OPERATORS.items():
     setattr(Variable, f"__{_dunder}__", _unary(_function))
 

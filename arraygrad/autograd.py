@@ -1,9 +1,11 @@
 """``arraygrad.autograd.grad``: gradients of outputs with respect to chosen inputs, returned
-instead of accumulated into ``.grad`` (as ``torch.autograd.grad``)."""
+instead of accumulated into ``.grad`` (as ``torch.autograd.grad``); ``Variable`` is here too,
+where PyTorch code imports it from (``from torch.autograd import Variable``)."""
 
 from __future__ import annotations
 
 from . import _engine
+from ._variable import Variable
 from .errors import BackwardError
 
 
@@ -21,8 +23,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     retain_graph, create_graph : as for ``Variable.backward``.
     allow_unused : return ``None`` for an input the outputs do not depend on, instead of raising.
     """
-    from ._variable import Variable
-
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 
 
@@ -20,6 +21,16 @@ def _backends(args) -> int:
     return 0
 
 
+def _version() -> str:
+    """arraygrad's version: its installed distribution's, else the package's ``__version__``."""
+    try:
+        return importlib.metadata.version("arraygrad")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        from . import __version__
+
+        return __version__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``arraygrad`` command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -30,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="arraygrad", description="PyTorch-style autograd for every Array API library.",
         epilog="'arraygrad COMMAND --help' describes each command.")
+    parser.add_argument("--version", action="version", version=f"arraygrad {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = "list every backend: available (with its version and devices) or not, and why"
     commands.add_parser("backends", help=listing, description=listing.capitalize() + "; "

@@ -72,7 +72,8 @@ class BackendSpec:
         dataclasses.field(default_factory=dict)
     """Flags of :data:`CAPABILITIES` that differ from the defaults, or a function giving them."""
     dtypes: tuple[str, ...] = DTYPES
-    """The dtypes of the standard it has (float64, complex...): the others are not tested."""
+    """The dtypes of the standard it has (float64, complex...): the others are not tested, nor
+    the cases whose inputs are of them (``conj[2d]`` in float64 takes complex128)."""
     tolerances: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     """``(rtol, atol)`` per dtype name where :data:`TOLERANCES` is too tight."""
     special: str | Callable[[], Any] | None = None
@@ -88,9 +89,15 @@ class BackendSpec:
     set_index: Callable[[Any, Any, Any], Any] | None = None
     """``array`` with ``array[key] = value``, for an array arraygrad owns: a new array where
     arrays are immutable (JAX: ``array.at[key].set(value)``). Default: in place."""
+    device_of: str | Callable[[Any], Any] | None = None
+    """An array's device, for libraries whose arrays lack the standard's ``array.device``: a
+    function, or ``"module:function"`` imported on first use. Its answer is what arraygrad
+    passes back as ``device=`` (new arrays beside an input) and what ``Variable.device`` says;
+    ``None`` means the library's default device. Default: ``array.device``."""
     rules: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Faster kernels with the same maths: :class:`arraygrad.rules.Rule` by function name. The
-    conformance suite checks them exactly like the built-in rules."""
+    conformance suite checks them exactly like the built-in rules. How to write one:
+    docs/plugins.md, "Rule overrides"."""
     deviations: str | Callable[[], str] | None = None
     """Known failures of the conformance suite on this backend, shipped with the plugin:
     ``"package:file.txt"`` (a file in its package) or a function returning the text. Format:
@@ -137,6 +144,10 @@ class BackendSpec:
         if bad:
             problems.append("tolerances must be (rtol, atol) pairs of finite numbers >= 0, got "
                             + ", ".join(f"{dtype}: {pair!r}" for dtype, pair in bad.items()))
+        if self.device_of is not None and not callable(self.device_of) and not (
+                isinstance(self.device_of, str) and self.device_of.count(":") == 1):
+            problems.append(f"device_of must be a function or 'module:function', got "
+                            f"{self.device_of!r}")
         if "plain" in self.semantic_inputs:
             problems.append("semantic_inputs cannot be named 'plain' (--op 'id@plain' selects "
                             "the plain inputs)")

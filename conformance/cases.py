@@ -14,7 +14,9 @@ from typing import Callable
 
 import numpy as np
 
+import arraygrad as ag
 from arraygrad import _standard
+from arraygrad.rules import OUTSIDE_STANDARD
 from arraygrad.rules.special import SPECIAL
 
 from .behaviour import BEHAVIOURS
@@ -62,8 +64,14 @@ class Case:
     @property
     def extension(self) -> bool:
         """Whether the op belongs to an optional extension (``linalg``, ``fft``, and arraygrad's
-    ``special``, SciPy's special functions where the backend has them)."""
-        return self.op.startswith(("linalg.", "fft.", "special."))
+    ``special``, SciPy's special functions where the backend has them) or is outside the
+    standard: a backend without it skips its cases."""
+        return self.op.startswith(("linalg.", "fft.", "special.")) or self.outside_standard
+
+    @property
+    def outside_standard(self) -> bool:
+        """Whether the op is outside the standard (``einsum``), offered where the backend has it."""
+        return self.op in OUTSIDE_STANDARD
 
 
 def _family(op: str) -> str:
@@ -84,6 +92,14 @@ def case(op, variant, call, *args, second_order=True, requires=(), dtypes=None, 
     args = tuple(a if isinstance(a, Arg) else Arg(tuple(a)) for a in args)
     CASES.append(Case(op, variant, call, args, _family(op), second_order, tuple(requires),
                       dtypes or ("float64", "float32"), rtol or {}, convention, nan_expected))
+
+
+def _getitem(x, key):
+    """``x[key]`` on a Variable; on a backend's own array, the ``get_index`` its plugin declares,
+    which that operator calls: so the forward check compares the two, and a key the library
+    refuses but the standard allows (torch's negative steps) is checked too."""
+    backend = None if isinstance(x, ag.Variable) else ag.registry.of(x)
+    return x[key] if backend is None else backend.get_index(x, key)
 
 
 # ------------------------------------------------------------------- elementwise, unary
@@ -166,14 +182,14 @@ MANIPULATIONS = {
     "astype": lambda xp, x: xp.astype(x, xp.float64) * 2,
     "sort": lambda xp, x: xp.sort(x, axis=0),
     "diff": lambda xp, x: xp.diff(x, axis=1, n=2),
-    "getitem": lambda xp, x: x[1:, ::2],
+    "getitem": lambda xp, x: _getitem(x, np.s_[1:, ::2]),
     "take": lambda xp, x: xp.take(x, xp.asarray([0, 2, 2]), axis=0),
     "take_along_axis": lambda xp, x: xp.take_along_axis(x, xp.asarray([[0, 1, 1, 0]]), axis=0),
 }
 for _op, _f in MANIPULATIONS.items():
     case(_op, "basic", _f, Arg((3, 4), strided=_op in ("reshape", "flip")))
-case("getitem", "int_array", lambda xp, x: x[xp.asarray([0, 2, 0]), 1], (3, 4))
-case("getitem", "boolean_mask", lambda xp, x: x[x > 0], (3, 4),
+case("getitem", "int_array", lambda xp, x: _getitem(x, np.s_[xp.asarray([0, 2, 0]), 1]), (3, 4))
+case("getitem", "boolean_mask", lambda xp, x: _getitem(x, x > 0), (3, 4),
      requires=("data_dependent_shapes",))
 case("concat", "axis0", lambda xp, a, b: xp.concat([a, b], axis=0), (2, 3), (4, 3))
 case("stack", "axis-1", lambda xp, a, b: xp.stack([a, b], axis=-1), (2, 3), (2, 3))
@@ -186,6 +202,9 @@ case("setitem", "slice", lambda xp, x, v: _setitem_at(x, (1, slice(None)), v), (
      requires=("inplace",))
 case("matmul", "2d", lambda xp, a, b: a @ b, (3, 4), (4, 2))
 case("matmul", "batched_1d", lambda xp, a, b: xp.matmul(a, b), (2, 3, 4), (4,))
+# A square product in both spellings: the operator calls the backend's matmul, as the function.
+case("matmul", "square", lambda xp, a, b: a @ b, (3, 4), (4, 3))
+case("matmul", "square,function", lambda xp, a, b: xp.matmul(a, b), (3, 4), (4, 3))
 for _variant, _shapes in (("complex,2d@1d", ((3, 4), (4,))), ("complex,1d@2d", ((3,), (3, 4)))):
     case("matmul", _variant, lambda xp, a, b: a @ b, *(Arg(s, "complex") for s in _shapes),
          dtypes=("complex128", "complex64"))  # matrix-vector products: conj on each side
@@ -260,6 +279,32 @@ case("linalg.outer", "basic", lambda xp, a, b: xp.linalg.outer(a, b), (3,), (4,)
 case("linalg.cross", "basic", lambda xp, a, b: xp.linalg.cross(a, b), (2, 3), (2, 3))
 case("tensordot", "axes=1", lambda xp, a, b: xp.tensordot(a, b, axes=1), (2, 3), (3, 4))
 case("vecdot", "basic", lambda xp, a, b: xp.vecdot(a, b), (2, 3), (2, 3))
+# einsum, outside the standard (skipped where the backend has none): explicit and implicit
+# outputs, repeated letters (diagonals, traces), an ellipsis, letters of one operand alone,
+# letters of length 1 broadcast, several operands.
+EINSUM = {  # variant: (subscripts, shapes)
+    "matmul": ("ij,jk->ik", ((3, 4), (4, 2))),
+    "implicit": ("jk,ij", ((4, 2), (3, 4))),  # output "ik": sorted, not in the operands' order
+    "transpose": ("ij->ji", ((3, 4),)),
+    "trace": ("ii", ((3, 3),)),
+    "diagonal": ("ii->i", ((3, 3),)),
+    "diagonal_summed": ("iij->j", ((3, 3, 2),)),
+    "repeated_and_shared": ("iji,j->ij", ((3, 2, 3), (2,))),
+    "ellipsis_batch": ("...ij,...jk->...ik", ((2, 3, 4), (4, 2))),
+    "ellipsis_implicit": ("...ij,j", ((2, 3, 4), (4,))),
+    "outer": ("i,j->ij", ((3,), (4,))),
+    "three_operands": ("ij,jk,kl->il", ((2, 3), (3, 4), (4, 2))),
+    "letter_of_one_operand": ("ij,jk->k", ((3, 4), (4, 2))),
+    "broadcast_length_1": ("ij,ij->i", ((3, 1), (3, 4))),
+    "to_scalar": ("ij,ij->", ((3, 4), (3, 4))),
+}
+for _variant, (_subscripts, _shapes) in EINSUM.items():
+    case("einsum", _variant, (lambda s: lambda xp, *xs: xp.einsum(s, *xs))(_subscripts), *_shapes)
+for _variant in ("matmul", "trace", "three_operands", "diagonal_summed"):
+    _subscripts, _shapes = EINSUM[_variant]
+    case("einsum", f"complex,{_variant}", (lambda s: lambda xp, *xs: _real_view(
+        xp, xp.einsum(s, *xs)))(_subscripts), *(Arg(s, "complex") for s in _shapes),
+        dtypes=("complex128", "complex64"))
 def _complex(xp, x):
     return xp.astype(x, xp.complex64 if x.dtype == xp.float32 else xp.complex128)
 
@@ -320,12 +365,13 @@ VARIANTS = [  # (op, variant, call, args...)
     ("take", "1d", lambda xp, x: xp.take(x, xp.asarray([4, 1, 1])), (5,)),
     ("take_along_axis", "axis=-1", lambda xp, x: xp.take_along_axis(
         x, xp.asarray([[2, 0, 0], [1, 3, 2], [0, 0, 0]]), axis=-1), (3, 4)),
-    ("getitem", "negative_step", lambda xp, x: x[::-1, 3:0:-2], (3, 4)),
-    ("getitem", "integer", lambda xp, x: x[-1, :], (3, 4)),
-    ("getitem", "ellipsis_none", lambda xp, x: x[..., None, 1:3], (2, 3, 4)),
-    ("getitem", "int_arrays", lambda xp, x: x[xp.asarray([2, 0, 2]), xp.asarray([3, 1, 3])],
+    ("getitem", "negative_step", lambda xp, x: _getitem(x, np.s_[::-1, 3:0:-2]), (3, 4)),
+    ("getitem", "integer", lambda xp, x: _getitem(x, np.s_[-1, :]), (3, 4)),
+    ("getitem", "ellipsis_none", lambda xp, x: _getitem(x, np.s_[..., None, 1:3]), (2, 3, 4)),
+    ("getitem", "int_arrays", lambda xp, x: _getitem(
+        x, np.s_[xp.asarray([2, 0, 2]), xp.asarray([3, 1, 3])]), (3, 4)),
+    ("getitem", "int_array_axis1", lambda xp, x: _getitem(x, np.s_[1, xp.asarray([3, 1, 3])]),
      (3, 4)),
-    ("getitem", "int_array_axis1", lambda xp, x: x[1, xp.asarray([3, 1, 3])], (3, 4)),
     ("concat", "axis=1,three", lambda xp, a, b, c: xp.concat([a, b, c], axis=1),
      (2, 1), (2, 3), (2, 2)),
     ("concat", "axis=None", lambda xp, a, b: xp.concat((a, b), axis=None), (2, 3), (4,)),
@@ -347,8 +393,7 @@ VARIANTS = [  # (op, variant, call, args...)
     ("setitem", "scalar_value", lambda xp, x: _setitem_at(x, (slice(None), 1), 3.0), (3, 4)),
     ("setitem", "integer_column", lambda xp, x, v: _setitem_at(x, (slice(None), -1), v),
      (3, 4), (3,)),
-    ("astype", "to_complex", lambda xp, x: _real_view(xp, xp.astype(x, xp.complex128) * (1 + 2j)),
-     (3, 4)),
+    ("astype", "to_complex", lambda xp, x: _real_view(xp, _complex(xp, x) * (1 + 2j)), (3, 4)),
     ("astype", "copy", lambda xp, x: xp.astype(x, x.dtype, copy=True) * x, (3, 4)),
     ("reshape", "copy", lambda xp, x: xp.reshape(x, (6, 2), copy=True), (3, 4)),
     ("cumulative_sum", "dtype", lambda xp, x: xp.cumulative_sum(x, axis=0, dtype=xp.float64),

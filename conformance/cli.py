@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
+import sys
 import time
 
 from rich.console import Console
@@ -15,30 +17,49 @@ from . import known, preflight, report, runner
 from .html_report import environment
 
 
-def _available(names):
-    """The backends named (every available one when None) that can be loaded, and the reason
-    of each named one that cannot."""
-    if not names:
-        return [ag.get_backend(i.name) for i in ag.backends() if i.available], {}
-    found, unavailable = [], {}
-    for name in names:
-        try:
-            backend = ag.get_backend(name)
-            backend.raw
-            backend.ns
-            found.append(backend)
-        except (ag.BackendError, ag.BackendUnavailable) as exc:
-            broken = ag.registry.broken.get(name)
-            unavailable[name] = f"its plugin is broken: {broken}" if broken else str(exc)
-    return found, unavailable
-
-
 def _seed(text):
     """A seed NumPy's generators take: an integer from 0 to 2**32 - 1."""
     value = int(text)
     if not 0 <= value < 2 ** 32:
         raise argparse.ArgumentTypeError(f"{value} is not a seed from 0 to 2**32 - 1")
     return value
+
+
+def _seconds(text):
+    """A time limit in seconds: a number, 0 for none."""
+    value = float(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds (0: no limit)")
+    return value
+
+
+def _writable(parser, option, path):
+    """Refuse a report path that cannot be written, before a run of minutes; leave no empty
+    file behind (the report is written after the run)."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        parser.exit(2, f"arraygrad conformance: error: {option} {path}: cannot write there "
+                       f"({exc.strerror})\n")
+    if not existed and os.path.isfile(path):
+        os.remove(path)
+
+
+def _write(option, path, write) -> bool:
+    """``write()`` the report for ``option``; a failure (a full disk) is one line on stderr."""
+    try:
+        write()
+        return True
+    except OSError as exc:
+        print(f"arraygrad conformance: error: {option} {path}: cannot write there "
+              f"({exc.strerror or exc})", file=sys.stderr)
+        return False
+
+
+def _still_running(text):
+    print(f"arraygrad conformance: {text}", file=sys.stderr, flush=True)
 
 
 def main(argv=None) -> int:
@@ -54,15 +75,20 @@ def main(argv=None) -> int:
                "--plugin mylib_plugin --backend mylib --op 'prod[axis=None*' --traceback")
     parser.add_argument("--backend", action="append", help="a backend (repeatable; default: "
                         "every available one)")
-    parser.add_argument("--op", help="only cases whose op or id matches this glob: 'sum*', "
-                        "'prod[axis=None*' (brackets are literal), 'mean*@masked' (a plugin's "
-                        "semantic inputs)")
+    parser.add_argument("--op", action="append",
+                        help="only cases whose op or id matches this glob (repeatable: any of "
+                        "them): 'sum*', 'prod[axis=None*' (brackets are literal), "
+                        "'mean*@masked' (a plugin's semantic inputs)")
     parser.add_argument("--dtype", action="append", choices=["float32", "float64"],
                         help="only this dtype (complex cases follow their real precision)")
     parser.add_argument("--json", help="write the results as JSON to this file")
     parser.add_argument("--html", help="write a self-contained HTML report to this file")
     parser.add_argument("--seed", type=_seed, default=0,
                         help="seed of the random inputs (0 to 2**32 - 1)")
+    parser.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                        help="stop a case run after this long, as a failure, and go on "
+                             "(default 60; 0: no limit; Unix: Python code and sleeps, not a C "
+                             "call that never returns)")
     parser.add_argument("--allow-missing", action="store_true",
                         help="a function the standard requires but the backend lacks is a skip "
                              "(work in progress), not a failure")
@@ -90,12 +116,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     for option, path in (("--json", args.json), ("--html", args.html)):
         if path:  # checked before a run of minutes, not after it
-            try:
-                with open(path, "a"):
-                    pass
-            except OSError as exc:
-                parser.exit(2, f"arraygrad conformance: error: {option} {path}: cannot write "
-                               f"there ({exc.strerror})\n")
+            _writable(parser, option, path)
+    for path in args.deviations:
+        try:
+            with open(path, encoding="utf-8") as stream:
+                stream.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = (f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+                   if isinstance(exc, UnicodeDecodeError) else exc.strerror or str(exc))
+            parser.exit(2, f"arraygrad conformance: error: --deviations {path}: cannot be "
+                           f"read: {why}\n")
     for target in args.plugin:
         try:
             plugin = load(target)
@@ -104,9 +134,10 @@ def main(argv=None) -> int:
         except Exception as exc:
             parser.exit(2, f"arraygrad conformance: error: --plugin {target}: "
                            f"{type(exc).__name__}: {exc}\n")
-    if args.op and not runner.select(args.op):
-        parser.exit(2, f"arraygrad conformance: error: --op {args.op!r} matches no case id or "
-                       "op (`arraygrad conformance --list` lists them)\n")
+    for pattern in args.op or ():
+        if not runner.select(pattern):
+            parser.exit(2, f"arraygrad conformance: error: --op {pattern!r} matches no case id "
+                           "or op (`arraygrad conformance --list` lists them)\n")
     if args.list:
         print("\n".join(case.id for case in runner.select(args.op)))
         return 0
@@ -118,7 +149,14 @@ def main(argv=None) -> int:
     console = Console(highlight=False, soft_wrap=True)
     started = time.perf_counter()
     started_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    available, unavailable = _available(args.backend)
+    available, unavailable, failing = runner.ready(args.backend)
+    if args.backend and not available:  # nothing to run: say why, not "0 case runs"
+        for name, reason in unavailable.items():
+            console.print(f"{name}: not run: {reason}", markup=False)
+        return 1
+    if args.timeout and not runner.can_time_out():
+        print("arraygrad conformance: warning: --timeout is not enforced here (it needs "
+              "SIGALRM: Unix, the main thread)", file=sys.stderr)
     preflights = [preflight.check(backend, runner.select(args.op)) for backend in available]
     if args.preflight:
         for found in preflights:
@@ -131,7 +169,8 @@ def main(argv=None) -> int:
             args.backend, args.op, args.dtype, args.seed,
             None if args.quiet else runner.progress_bar(), allow_missing=args.allow_missing,
             external_library=None if args.external == "none" else args.external,
-            exitfirst=args.exitfirst, deviation_files=args.deviations)
+            exitfirst=args.exitfirst, deviation_files=args.deviations, timeout=args.timeout,
+            notice=_still_running)
     except ValueError as exc:  # a deviations file that does not parse or names no case
         parser.exit(2, f"arraygrad conformance: error: {exc}\n")
     env = environment(sorted({r.backend for r in results}))
@@ -139,13 +178,18 @@ def main(argv=None) -> int:
     entries = {name: known.for_backend(ag.get_backend(name), args.deviations)
                for name in {r.backend for r in results}}
     stale = known.stale(results, entries)
+    # The reports first: rendering on the terminal cannot lose them.
+    written = True
+    if args.json:
+        written &= _write("--json", args.json, lambda: report.write_json(
+            args.json, results, unavailable, args.seed, preflights, env))
+    if args.html:
+        written &= _write("--html", args.html, lambda: report.write_html(
+            args.html, results, unavailable, args.seed, env=env))
     report.render(console, results, unavailable, stale, preflights, args.traceback)
     console.print(f"\n{len(results)} case runs in {time.perf_counter() - started:.1f} s",
                   markup=False)
-    if args.json:
-        report.write_json(args.json, results, unavailable, args.seed, preflights, env)
-    if args.html:
-        report.write_html(args.html, results, unavailable, args.seed, env=env)
+    if not written:
+        return 2
     failed = any(r.status == "fail" for r in results) or (args.strict_deviations and stale)
-    missing = args.backend and any(name in unavailable for name in args.backend)
-    return 1 if failed or missing or not results else 0
+    return 1 if failed or failing or not results else 0

@@ -1,7 +1,9 @@
 """Where a failure comes from: a failing case is run again with the backend's raw namespace
 traced, and the first call of it that raised, was missing or returned NaN from finite inputs is
 named with the rule and the stage that made it ("the `prod` rule (backward) called
-`cumulative_prod`, which returned NaN from finite inputs"). Only failures pay for this."""
+`cumulative_prod`, which returned NaN from finite inputs"). Each result is read on the host, so
+that a lazy library's error, which shows only when a value is computed, is named on the call
+that made the value. Only failures pay for this."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import dataclasses
 import sys
 
 import numpy as np
+
+import arraygrad as ag
 
 _STAGES = {"arraygrad._engine": "backward", "arraygrad._forward": "forward mode",
            "arraygrad._namespace": "forward", "arraygrad._transforms": "a transform"}
@@ -65,8 +69,8 @@ class Tracer:
     def __getattr__(self, name):
         try:
             value = getattr(self._raw, name)
-        except AttributeError:
-            self._log.append(Call(self._prefix + name, *_caller(), "the backend lacks"))
+        except AttributeError as exc:
+            self._log.append(Call(self._prefix + name, *_caller(), "the backend lacks", exc))
             raise
         if name in ("linalg", "fft"):
             return Tracer(value, self._backend, self._log, f"{name}.")
@@ -85,20 +89,45 @@ class Tracer:
             raise
         self._busy = True  # to_numpy may use this namespace: its calls are not the case's
         try:
-            if self._nan(out) and not any(self._nan(a, finite=False) for a in
-                                          _arrays((args, list(kwargs.values())))):
+            inputs = _arrays((args, list(kwargs.values())))
+            try:
+                nan = self._nan(out, strict=True)
+            except Exception as exc:  # a lazy library's error shows when the value is computed
+                if all(self._computes(a) for a in inputs):  # (not one it inherited)
+                    self._log.append(Call(
+                        self._prefix + name, *_caller(), f"raised {type(exc).__name__}: {exc} "
+                        "when its result was computed (to_numpy)", exc))
+                return out
+            if nan and not any(self._nan(a, finite=False) for a in inputs):
                 self._log.append(Call(self._prefix + name, *_caller(),
                                       "returned NaN from finite inputs"))
         finally:
             self._busy = False
         return out
 
-    def _nan(self, value, finite=True):
-        """Whether an output holds NaN (``finite``), or an input holds NaN or inf."""
+    def _ours(self, array):
+        return ag.registry.of(array) is self._backend
+
+    def _computes(self, array):
+        """Whether ``array``, if it is of this backend, can be computed (read on the host)."""
+        if not self._ours(array):
+            return True
+        try:
+            self._backend.to_numpy(array)
+        except Exception:
+            return False
+        return True
+
+    def _nan(self, value, finite=True, strict=False):
+        """Whether an output holds NaN (``finite``), or an input holds NaN or inf. An array
+        the host cannot read says nothing; where ``strict``, one of this backend raises: its
+        value could not be computed."""
         for array in _arrays(value):
             try:
                 host = np.asarray(self._backend.to_numpy(array))
-            except Exception:  # an input or output the host cannot read: say nothing
+            except Exception:
+                if strict and self._ours(array):
+                    raise
                 continue
             if host.dtype.kind in "fc" and (
                     np.isnan(host).any() if finite else not np.isfinite(host).all()):
@@ -146,8 +175,17 @@ def _nodes_on_the_stack():
 
 def cause(log, exception=None):
     """The call to blame: the one that raised ``exception``, else the first that was missing,
-    raised or returned NaN."""
+    raised or returned NaN. A missing function counts only where the code looking it up used
+    it: ``hasattr`` or ``getattr`` with a default asks whether it exists, which is no failure."""
+    log = [call for call in log if call.problem != "the backend lacks" or _used(call.exception)]
     for call in log:
         if exception is not None and call.exception is exception:
             return call
     return log[0] if log else None
+
+
+def _used(error: AttributeError) -> bool:
+    """Whether the AttributeError of a missing function left the tracer's ``__getattr__`` into
+    the code that looked it up (which ``hasattr`` and ``getattr(..., default)`` catch first)."""
+    outermost = error.__traceback__
+    return outermost is not None and outermost.tb_frame.f_code is not Tracer.__getattr__.__code__

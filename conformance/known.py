@@ -4,7 +4,8 @@ Entries come from arraygrad's own ``deviations/<backend>.txt``, from the backend
 (``BackendSpec.deviations``) and from ``--deviations FILE``. A line is a case id pattern (``*``
 matches anything; everything else, brackets included, is literal; ``case-id@masked`` for a
 plugin's semantic inputs), optionally followed by a dtype and a check, under a ``# reason``
-comment::
+comment (a reason may span consecutive comment lines, which are joined; a blank line or an entry
+ends it)::
 
     # ndonnx has no complex dtypes
     *[complex*
@@ -44,12 +45,15 @@ class Deviation:
 def parse(text: str, source: str) -> list[Deviation]:
     """The entries of a deviations text; a token that is neither a dtype nor a check, or an
     entry without a reason, is a ValueError naming the line."""
-    entries, reason = [], ""
+    entries, reason, comment = [], "", False  # comment: the line before was a comment
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
-        if line.startswith("#"):
-            reason = line.lstrip("# ")
+        if line.startswith("#"):  # consecutive comment lines are one reason, joined
+            words = line.lstrip("# ")
+            reason = " ".join(filter(None, (reason if comment else "", words)))
+            comment = True
             continue
+        comment = False
         if not line:
             continue
         pattern, *options = line.split()

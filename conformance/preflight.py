@@ -12,6 +12,7 @@ import types
 
 import numpy as np
 
+import arraygrad as ag
 from arraygrad import _standard, rules
 
 ENGINE = ("asarray", "zeros", "zeros_like", "ones_like", "sum", "reshape", "broadcast_to",
@@ -123,7 +124,7 @@ def check(backend, cases) -> Report:
             if not _has(raw, function):
                 missing[function].append(case.id)
     problems = []
-    for probe in (_to_numpy, _dtypes, _item_assignment, _semantic_inputs):
+    for probe in (_to_numpy, _device, _dtypes, _item_assignment, _semantic_inputs):
         try:
             problems += probe(backend)
         except Exception as exc:  # the declaration itself raised (a capabilities function)
@@ -147,6 +148,26 @@ def _to_numpy(backend):
         return [f"to_numpy fails: {type(exc).__name__}: {exc}. Declare BackendSpec.to_numpy: "
                 "a function returning a host NumPy array of an array's values."]
     return []
+
+
+def _device(backend):
+    """Whether arraygrad can tell an array's device (``Variable.device``, which every case
+    reads): the standard's ``array.device``, the plugin's ``device_of``, or array-api-compat's
+    answer (dask's)."""
+    array = _probe(backend)
+    declared = backend.spec.device_of is not None
+    try:
+        if ag.Variable(array).device is not None or declared or hasattr(array, "device"):
+            return []
+    except Exception as exc:
+        if declared:
+            return [f"BackendSpec.device_of fails on a float64 array: {type(exc).__name__}: "
+                    f"{exc}"]
+    return [f"its arrays ({type(array).__name__}) have no `device` attribute (the standard's), "
+            "which arraygrad reads in every case (Variable.device, the device of new arrays "
+            "beside an input). Declare BackendSpec.device_of: a function (or "
+            "'module:function') returning an array's device as the library's "
+            "asarray(device=...) takes it, or None for its default device."]
 
 
 def _dtypes(backend):

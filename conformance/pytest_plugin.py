@@ -2,8 +2,10 @@
 
 ``pytest --pyargs arraygrad.conformance --arraygrad-backend NAME`` runs one test per case and
 dtype, with ids naming the backend, the op, the variant and the dtype
-(``torch-sum[axis=-1,keepdims=False]-float64``). ``--arraygrad-op PATTERN`` selects cases by
-the same globs as the command line (brackets literal); ``-k`` works on the ids as usual.
+(``torch-sum[axis=-1,keepdims=False]-float64``). ``--arraygrad-op PATTERN`` (repeatable)
+selects cases by the same globs as the command line (brackets literal); ``-k`` works on the ids
+as usual. ``--arraygrad-timeout SECONDS`` stops a case run that hangs, as the command's
+``--timeout`` does.
 """
 
 
@@ -11,11 +13,14 @@ def pytest_addoption(parser):
     group = parser.getgroup("arraygrad", "arraygrad conformance suite")
     group.addoption("--arraygrad-backend", action="append", default=None,
                     help="backend to certify (repeatable; default: numpy)")
-    group.addoption("--arraygrad-op", default=None, help="only cases matching this glob")
+    group.addoption("--arraygrad-op", action="append", default=None,
+                    help="only cases matching this glob (repeatable: any of them)")
     group.addoption("--arraygrad-dtype", action="append", default=None,
                     choices=["float32", "float64"],
                     help="only this dtype (complex cases follow their real precision)")
     group.addoption("--arraygrad-seed", type=int, default=0, help="seed of the random inputs")
+    group.addoption("--arraygrad-timeout", type=float, default=60.0, metavar="SECONDS",
+                    help="stop a case run after this long, as a failure (default 60; 0: none)")
     group.addoption("--arraygrad-plugin", action="append", default=[],
                     metavar="MODULE[:OBJECT]", help="register a plugin first")
 
@@ -25,10 +30,9 @@ def pytest_configure(config):
     matching no case before collecting."""
     import pytest
 
-    pattern = config.getoption("arraygrad_op", default=None)
-    if pattern:
-        from .runner import select
+    from .runner import select
 
+    for pattern in config.getoption("arraygrad_op", default=None) or ():
         if not select(pattern):
             raise pytest.UsageError(f"--arraygrad-op {pattern!r} matches no case id or op "
                                     "(`arraygrad conformance --list` lists them)")
@@ -40,7 +44,7 @@ def pytest_configure(config):
     import arraygrad as ag
     from arraygrad.hookspecs import load
 
-    from . import known as known_deviations
+    from .runner import ready
 
     for target in plugins:
         try:
@@ -59,11 +63,10 @@ def pytest_configure(config):
                 "--arraygrad-plugin MODULE:OBJECT")
         if not known[name].available:
             raise pytest.UsageError(f"--arraygrad-backend {name}: {known[name].reason}")
-        try:
-            ag.get_backend(name).ns  # (a raising rule override breaks its plugin here)
-            known_deviations.for_backend(ag.get_backend(name))  # read once here, not per test
-        except (ag.BackendError, ag.BackendUnavailable, ValueError) as exc:
-            raise pytest.UsageError(f"--arraygrad-backend {name}: {exc}") from None
+    # its namespace (rule overrides), capabilities and deviations: a raise is named here once
+    _, unavailable, _ = ready(backends or ["numpy"])
+    for name, reason in unavailable.items():
+        raise pytest.UsageError(f"--arraygrad-backend {name}: {reason}")
 
 
 def pytest_generate_tests(metafunc):
@@ -71,7 +74,7 @@ def pytest_generate_tests(metafunc):
         return
     import arraygrad as ag
 
-    from .runner import _REAL, _inputs_selected, select
+    from .runner import _REAL, select, wanted
 
     config = metafunc.config
     backends = config.getoption("arraygrad_backend") or ["numpy"]
@@ -81,6 +84,6 @@ def pytest_generate_tests(metafunc):
               for dtype in case.dtypes
               for kind in (None, *ag.get_backend(backend).spec.semantic_inputs)
               if (dtypes is None or _REAL.get(dtype, dtype) in dtypes)
-              and _inputs_selected(kind, pattern) and (kind is None or case.behaviour is None)]
+              and wanted(case, kind, pattern) and (kind is None or case.behaviour is None)]
     metafunc.parametrize("arraygrad_case", params, ids=[
         f"{b}-{c.id}{'@' + k if k else ''}-{d}" for b, c, d, k in params])

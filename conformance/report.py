@@ -61,6 +61,7 @@ def table(results):
     """The summary as a rich Table: a row per family, a column per backend, each cell
     ``passed/failed/skipped`` case runs (``+Nd`` known deviations); rich fits it to the width."""
     from rich.table import Table
+    from rich.text import Text
 
     counts = summary(results)
     backends = sorted(counts)
@@ -68,7 +69,7 @@ def table(results):
                  title_justify="left")
     grid.add_column("family")
     for backend in backends:
-        grid.add_column(backend, justify="right", overflow="fold")
+        grid.add_column(Text(backend), justify="right", overflow="fold")  # no markup
     totals = {b: collections.Counter() for b in backends}
     for family in sorted({r.case.family for r in results}):
         cells = []
@@ -187,8 +188,9 @@ def as_json(results, unavailable, seed, preflights=(), env=None) -> dict:
 
 
 def write_json(path, results, unavailable, seed, preflights=(), env=None):
-    with open(path, "w") as stream:
-        json.dump(as_json(results, unavailable, seed, preflights, env), stream, indent=1)
+    text = json.dumps(as_json(results, unavailable, seed, preflights, env), indent=1)
+    with open(path, "w", encoding="utf-8") as stream:  # whole: no half-written file on a bug
+        stream.write(text)
 
 
 def as_html(results, unavailable, seed, **options) -> str:
@@ -207,5 +209,6 @@ def _worst(statuses):
 
 
 def write_html(path, results, unavailable, seed, **options):
+    text = as_html(results, unavailable, seed, **options)
     with open(path, "w", encoding="utf-8") as stream:
-        stream.write(as_html(results, unavailable, seed, **options))
+        stream.write(text)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import shlex
+import signal
 import sys
+import threading
+import time
 import traceback
 import types
 import zlib
@@ -14,6 +18,7 @@ import numpy as np
 
 import arraygrad as ag
 from arraygrad.errors import BackendUnavailable
+from arraygrad.hookspecs import DTYPES
 from arraygrad.testing import counted, grad_function, gradient_errors, host_inner, random_like
 
 from . import behaviour, diagnose, external, known as deviations
@@ -105,13 +110,31 @@ def _matches(text, pattern):
     return fnmatch.fnmatchcase(text, pattern.replace("[", "[[]"))
 
 
-def select(pattern: str | None):
-    """The cases whose id or op matches the glob ``pattern`` (all when None); in
-    ``id@inputs``, the part before ``@``."""
-    if not pattern:
-        return list(CASES)
+def _patterns(patterns) -> list:
+    """``--op``'s globs as a list: one glob, several (the option is repeatable), or none."""
+    return [patterns] if isinstance(patterns, str) else list(patterns or ())
+
+
+def _case_matches(case, pattern) -> bool:
     pattern = pattern.split("@")[0]
-    return [c for c in CASES if _matches(c.id, pattern) or _matches(c.op, pattern)]
+    return _matches(case.id, pattern) or _matches(case.op, pattern)
+
+
+def select(patterns):
+    """The cases whose id or op matches the glob ``patterns`` (or any of a list of globs; all
+    cases when there is none); in ``id@inputs``, the part before ``@``."""
+    patterns = _patterns(patterns)
+    if not patterns:
+        return list(CASES)
+    return [c for c in CASES if any(_case_matches(c, p) for p in patterns)]
+
+
+def wanted(case, kind, patterns) -> bool:
+    """Whether a run of ``patterns`` (a glob, a list of globs, or None for all) includes
+    ``case`` on the inputs ``kind``: some one glob must select both."""
+    patterns = _patterns(patterns)
+    return not patterns or any(_case_matches(case, p) and _inputs_selected(kind, p)
+                               for p in patterns)
 
 
 def case(case_id: str):
@@ -218,8 +241,9 @@ class _Runner:
         backend, case = self.backend, self.case
         caps = backend.capabilities()
         missing = [f"capability {c!r} is False" for c in case.requires if not caps.get(c, True)]
-        if self.dtype not in backend.dtypes:
-            missing.append(f"the backend declares no {self.dtype}")
+        # The inputs' dtypes too: conj[2d] runs in float64 on complex128 inputs.
+        missing += [f"the backend declares no {dtype}" for dtype in dict.fromkeys(
+            (self.dtype, *(str(h.dtype) for h in self.host))) if dtype not in backend.dtypes]
         if missing:
             return self.skip_all(missing[0])
         if case.behaviour is not None:
@@ -232,11 +256,14 @@ class _Runner:
         try:
             expected = _outputs(case.call(raw, *raw_inputs))
         except (AttributeError, NotImplementedError) as exc:
+            if getattr(exc, "name", None) in DTYPES and exc.name not in backend.dtypes:
+                return self.skip_all(f"the backend declares no {exc.name}")  # (xp.complex128)
             if isinstance(exc, AttributeError) and not _lacks_function(exc, raw):
                 raise
             what = (f"{backend.name}'s own `{case.op}` raised NotImplementedError: {exc}"
                     if isinstance(exc, NotImplementedError) else
-                    f"not provided by the backend: {exc}")
+                    f"not offered by the backend, and outside the standard: {exc}"
+                    if case.outside_standard else f"not provided by the backend: {exc}")
             if case.extension or self.allow_missing:
                 return self.skip_all(what)
             self.skip_all("not run: the backend lacks a function")
@@ -254,8 +281,8 @@ class _Runner:
         problems = [f"dtype {g.dtype} != {e.dtype}" for g, e in zip(got, expected)
                     if g.dtype != e.dtype]
         # (array-api-compat's device(): dask arrays have no attribute; Variables answer "cpu")
-        problems += [f"device {g.device} != {_device(e)}" for g, e in
-                     zip(got, expected) if g.device != _device(e)]
+        problems += [f"device {g.device} != {_device(e, backend)}" for g, e in
+                     zip(got, expected) if g.device != _device(e, backend)]
         if problems:
             self.record("forward", "fail", "; ".join(problems))
         else:
@@ -485,9 +512,9 @@ class _Runner:
 def _lacks_function(exc: AttributeError, raw) -> bool:
     """Whether ``exc`` says that the backend's namespace ``raw`` (or its ``linalg``/``fft``
     extension) lacks a function, not that the case or a rule failed."""
-    owner = getattr(exc, "obj", None)
-    return isinstance(owner, types.ModuleType) or type(owner) is type(raw) or any(
-        owner is getattr(raw, extension, None) for extension in ("linalg", "fft"))
+    owner = getattr(exc, "obj", None)  # (None for an AttributeError the code raised itself)
+    return isinstance(owner, types.ModuleType) or type(owner) is type(raw) or owner is not None \
+        and any(owner is getattr(raw, extension, None) for extension in ("linalg", "fft"))
 
 
 def _vjp(outs, inputs, cotangents):
@@ -547,38 +574,151 @@ def _reference(external_library="auto"):
     return gradients
 
 
-def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
-        allow_missing=False, external_library="auto", exitfirst=False, deviation_files=()):
-    """Run the suite; returns ``(results, unavailable)`` where ``unavailable`` maps backend
-    names to reasons."""
+# How to install the library of a backend arraygrad ships a plugin for, when it is missing.
+INSTALL = {
+    "torch": 'pip install "torch==2.13.0"',
+    "jax": 'pip install ".[jax]" (in a clone of arraygrad)',
+    "dask": 'pip install ".[dask]" (in a clone of arraygrad)',
+    "cupy": 'pip install ".[cupy]" (in a clone of arraygrad; needs CUDA 12)',
+}
+
+
+def _unavailable(name, exc) -> str:
+    """Why backend ``name`` cannot run: its plugin's reason, and for a library of a built-in
+    backend that is not installed, how to install it."""
+    broken = ag.registry.broken.get(name)
+    if broken:
+        return f"its plugin is broken: {broken}"
+    reason = str(exc)
+    backend = ag.registry.backends.get(name)
+    module = getattr(backend.plugin, "__name__", "") if backend is not None else ""
+    if (name in INSTALL and module.startswith("arraygrad_plugins.")
+            and isinstance(exc.__cause__, ImportError)):
+        reason += f"; install it with: {INSTALL[name]}"
+    return reason
+
+
+def _declarations(backend):
+    """Ask the declarations a run reads once (the differentiable namespace, with its rule
+    overrides; ``capabilities``; the plugin's ``deviations``); a raise becomes a ValueError
+    naming the field, the plugin and the exception."""
+    label = ag.registry.pm.get_name(backend.plugin) or backend.name
+    field = "building its differentiable namespace (rule overrides)"
+    try:
+        backend.ns
+        field = "BackendSpec.capabilities"
+        backend.capabilities()
+        field = "BackendSpec.deviations"
+        deviations.for_backend(backend)  # (--deviations files are read later: a usage error)
+    except (BackendUnavailable, ag.BackendError):
+        raise
+    except Exception as exc:
+        if field == "BackendSpec.deviations" and not callable(backend.spec.deviations):
+            what = str(exc)  # its file: which one, and what is wrong with it
+        else:
+            raised = exc.__cause__ or exc  # (for_backend wraps the function's exception)
+            what = f"{field} raised {type(raised).__name__}: {raised}"
+        raise ValueError(f"its plugin {label!r} is broken: {what}") from exc
+
+
+def ready(names=None):
+    """``(backends, unavailable, failing)``: the backends named (every available one when
+    None) that can run; ``{name: reason}`` for the others; and the names among those that make
+    the run fail: each one named, and in a default run each whose plugin raised. A plugin whose
+    declaration raises breaks only its own backend."""
     ag.registry.ensure_loaded()
     unavailable, targets = {}, []
-    if not backends:  # every available backend; the others are listed with their reasons
+    if not names:  # every available backend; the others are listed with their reasons
         infos = ag.backends()
         unavailable.update({info.name: info.reason for info in infos if not info.available})
-    names = backends or [info.name for info in infos if info.available]
-    for name in names:
+    asked = list(names or [info.name for info in infos if info.available])
+    for name in asked:
         try:
             backend = ag.get_backend(name)
             backend.raw
-            backend.ns  # (a raising rule override breaks its plugin here)
+            _declarations(backend)  # (a raising rule override breaks its plugin here)
             targets.append(backend)
         except (BackendUnavailable, ag.BackendError) as exc:
-            broken = ag.registry.broken.get(name)
-            unavailable[name] = f"its plugin is broken: {broken}" if broken else str(exc)
+            unavailable[name] = _unavailable(name, exc)
+        except ValueError as exc:
+            unavailable[name] = str(exc)
+    return targets, unavailable, [name for name in asked if name in unavailable]
+
+
+class CaseTimeout(BaseException):
+    """A case run went past its time limit. Not an ``Exception``: a plugin's ``except
+    Exception`` cannot swallow it."""
+
+
+SLOW = 10.0  # seconds after which run() says which case is still running
+
+
+def can_time_out() -> bool:
+    """Whether a time limit can stop a case here: SIGALRM's timer, in the main thread (Unix)."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raise :class:`CaseTimeout` in the block after ``seconds`` (None or 0: no limit). It
+    interrupts Python code and sleeps, not a C function that never returns to the interpreter;
+    where SIGALRM is missing or this is not the main thread there is no limit. A timer already
+    set (pytest-timeout's) is put back with the time it has left."""
+    if not seconds or not can_time_out():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CaseTimeout(seconds)
+
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+            if outer:
+                signal.setitimer(signal.ITIMER_REAL,
+                                 max(outer - (time.monotonic() - started), 1e-3))
+
+
+def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
+        allow_missing=False, external_library="auto", exitfirst=False, deviation_files=(),
+        timeout=None, notice=None):
+    """Run the suite on the cases any glob of ``pattern`` selects; returns ``(results,
+    unavailable)`` where ``unavailable`` maps backend names to reasons. ``timeout`` stops a
+    case run after that many seconds (a failure); ``notice(text)`` is told, from another
+    thread, of a case still running after :data:`SLOW` seconds."""
+    targets, unavailable, _ = ready(backends)
     cases = select(pattern)
     jobs = [(b, c, d, kind) for b in targets for c in cases for d in c.dtypes
             for kind in (None, *b.spec.semantic_inputs)
             if (dtypes is None or d in dtypes or _REAL.get(d) in dtypes)
-            and _inputs_selected(kind, pattern) and (kind is None or c.behaviour is None)]
+            and wanted(c, kind, pattern) and (kind is None or c.behaviour is None)]
     reference = _reference(external_library)
     results = []
     known = {b.name: deviations.for_backend(b, deviation_files) for b in targets}
     for index, (backend, case, dtype, kind) in enumerate(jobs):
+        label = f"{backend.name} {case.id}{f'@{kind}' if kind else ''} {dtype}"
         if progress:
-            progress(index, len(jobs), f"{backend.name} {case.id} {dtype}")
-        results.append(run_one(backend, case, dtype, seed, reference, known[backend.name],
-                               allow_missing=allow_missing, inputs=kind))
+            progress(index, len(jobs), label)
+        timer = None
+        if notice:
+            limit = f" (stopped at {timeout:g} s by --timeout)" if timeout else ""
+            timer = threading.Timer(SLOW, notice, [f"still running after {SLOW:g} s: "
+                                                   f"{label}{limit}"])
+            timer.daemon = True
+            timer.start()
+        try:
+            results.append(run_one(backend, case, dtype, seed, reference, known[backend.name],
+                                   allow_missing=allow_missing, inputs=kind, timeout=timeout))
+        finally:
+            if timer:
+                timer.cancel()
         if exitfirst and results[-1].status == "fail":
             break
     if progress:
@@ -587,9 +727,10 @@ def run(backends=None, pattern=None, dtypes=None, seed=0, progress=None, *,
 
 
 def run_one(backend, case, dtype, seed=0, reference=None, known=None, *,
-            allow_missing=False, inputs=None) -> Result:
+            allow_missing=False, inputs=None, timeout=None) -> Result:
     """Run every check of ``case`` on ``backend`` (a Backend or a name) in ``dtype``, on its
-    semantic ``inputs`` where named; a failure is run again, traced, to name its cause."""
+    semantic ``inputs`` where named; a failure is run again, traced, to name its cause. A run
+    past ``timeout`` seconds is stopped and fails (see :func:`time_limit`)."""
     backend = ag.get_backend(backend) if isinstance(backend, str) else backend
     reference = reference or _reference()
     known = deviations.for_backend(backend) if known is None else known
@@ -597,21 +738,26 @@ def run_one(backend, case, dtype, seed=0, reference=None, known=None, *,
     def attempt():
         runner = None
         try:
-            runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype),
-                             allow_missing, inputs)
-            return runner.run(reference), None
-        except Exception as exc:  # a crash fails the case once; the checks left did not run
+            with time_limit(timeout):
+                runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype),
+                                 allow_missing, inputs)
+                return runner.run(reference), None
+        except (Exception, CaseTimeout) as exc:  # fails once; the checks left did not run
             checks = runner.checks if runner else {}
             stage = runner.stage if runner else "reading the backend's declaration"
-            checks["run"] = ("fail", f"crashed in {stage}: {type(exc).__name__}: "
-                             f"{exc}".rstrip(": "), None, None)
+            checks["run"] = ("fail", f"timed out: stopped after {timeout:g} s (the time limit "
+                             f"of a case run) in {stage}" if isinstance(exc, CaseTimeout) else
+                             f"crashed in {stage}: {type(exc).__name__}: {exc}".rstrip(": "),
+                             None, None)
             for check in CHECKS:
                 checks.setdefault(check, ("skip", "not run: the case crashed", None, None))
             return checks, exc
 
     checks, crash = attempt()
     result = Result(backend.name, case, dtype, checks, seed, inputs)
-    if result.status == "fail" and case.behaviour is None:
+    if isinstance(crash, CaseTimeout):  # running it again, traced, would hang again
+        result.traceback = "".join(traceback.format_exception(crash))
+    elif result.status == "fail" and case.behaviour is None:
         if crash is not None:
             result.traceback = "".join(traceback.format_exception(crash))
         log, raised = diagnose.trace(backend, attempt)
@@ -630,6 +776,7 @@ def progress_bar(stream=sys.stderr):
     tenth done."""
     if getattr(stream, "isatty", lambda: False)():
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import Progress
 
         bar = Progress(console=Console(file=stream), transient=True)
@@ -640,7 +787,7 @@ def progress_bar(stream=sys.stderr):
             if task is None:
                 bar.start()
                 task = bar.add_task("case runs", total=total)
-            bar.update(task, completed=done, description=label[:40])
+            bar.update(task, completed=done, description=escape(label[:40]))
             if done == total:
                 bar.stop()
         return show
@@ -655,7 +802,11 @@ def progress_bar(stream=sys.stderr):
     return show
 
 
-def _device(array):
+def _device(array, backend):
+    """``array``'s device as ``Variable.device`` reads it: the plugin's ``device_of`` where it
+    declares one, else array-api-compat's answer."""
+    if backend.spec.device_of is not None:
+        return backend.device(array)
     import array_api_compat
 
     return array_api_compat.device(array)

@@ -10,8 +10,9 @@ def test_gradients(arraygrad_case, request):
     from .runner import _REAL, run_one
 
     backend, case, dtype, inputs = arraygrad_case
-    result = run_one(backend, case, dtype, seed=request.config.getoption("arraygrad_seed"),
-                     inputs=inputs)
+    config = request.config
+    result = run_one(backend, case, dtype, seed=config.getoption("arraygrad_seed"),
+                     inputs=inputs, timeout=config.getoption("arraygrad_timeout"))
     details = "\n".join(f"{check}: {status} {detail}" for check, (status, detail, *_)
                         in result.checks.items() if status != "pass")
     if result.status == "fail":

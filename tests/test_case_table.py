@@ -5,12 +5,13 @@ rectangular where allowed, complex inputs wherever accepted, conventions declare
 import collections
 import inspect
 
+import array_api_compat.numpy as compat
 import array_api_strict as strict
 import numpy as np
 import pytest
 
 from arraygrad.conformance import cases
-from arraygrad.rules import RULES
+from arraygrad.rules import OUTSIDE_STANDARD, RULES
 
 # Options no gradient depends on.
 UNCHECKED_OPTIONS = {"astype": {"device"}}
@@ -46,7 +47,8 @@ class _Spy:
 @pytest.fixture(scope="module")
 def calls():
     """``{op: [(case, args, kwargs)]}``: how each case calls its own op, set up only through
-    the standard (array_api_strict refuses anything else)."""
+    the standard (array_api_strict refuses anything else; NumPy's namespace for a function
+    outside the standard, which array_api_strict lacks)."""
     found = collections.defaultdict(list)
     for case in cases.CASES:
         if case.behaviour is not None or case.op.startswith("special."):
@@ -54,7 +56,8 @@ def calls():
         rng = np.random.default_rng(0)
         host = [cases.draw(arg, case.dtypes[0], rng) for arg in case.args]
         log = []
-        case.call(_Spy(strict, log), *[strict.asarray(h) for h in host])
+        module = compat if case.outside_standard else strict
+        case.call(_Spy(module, log), *[module.asarray(h) for h in host])
         for name, args, kwargs in log:
             if name == case.op:
                 found[case.op].append((case, args, kwargs))
@@ -68,13 +71,23 @@ def _standard_function(op):
     return function
 
 
+def _options(op):
+    """The options of ``op``: those with a default in the standard's signature; outside the
+    standard, those its rule reads by keyword."""
+    if op in OUTSIDE_STANDARD:
+        rule = RULES[op]
+        return {k for ks in (*rule.keywords, *rule.jvp_keywords) for k in ks or ()} - set(
+            rule.positional)
+    parameters = inspect.signature(_standard_function(op)).parameters.values()
+    return {p.name for p in parameters if p.default is not inspect.Parameter.empty}
+
+
 def test_every_option_of_every_differentiable_function_is_exercised(calls):
     unexercised = {}
     for op in RULES:
         if op in ("getitem", "setitem", "to_device", "copy"):
             continue  # operators and methods: their variants are listed by hand
-        parameters = inspect.signature(_standard_function(op)).parameters.values()
-        options = {p.name for p in parameters if p.default is not inspect.Parameter.empty}
+        options = _options(op)
         used = {k for _, _, kwargs in calls[op] for k in kwargs}
         missing = options - used - UNCHECKED_OPTIONS.get(op, set())
         if missing:

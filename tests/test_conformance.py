@@ -57,9 +57,10 @@ def test_the_built_in_backends_pass_a_subset(backend):
 
 # ----------------------------------------------------------------- deliberately broken backends
 def _broken_backend(name, overrides=None, rules=None, linalg=None, deviations=None,
-                    tolerances=None):
+                    tolerances=None, get_index=None):
     """A NumPy-based backend whose arrays are an ndarray subclass of its own, with some functions
-    or rules replaced: registered at run time as any third-party plugin would be."""
+    or rules (or its get_index) replaced: registered at run time as any third-party plugin would
+    be."""
 
     class Owned(np.ndarray):
         pass
@@ -95,7 +96,7 @@ def _broken_backend(name, overrides=None, rules=None, linalg=None, deviations=No
         def arraygrad_backend(self):
             return ag.BackendSpec(
                 name=name, arrays=(Owned,), namespace=lambda: namespace, rules=rules or {},
-                deviations=deviations, tolerances=tolerances or {},
+                deviations=deviations, tolerances=tolerances or {}, get_index=get_index,
                 coerce=lambda array: own(array) if type(array) is not Owned else None)
 
     if name not in ag.registry.backends:
@@ -128,20 +129,54 @@ def test_a_backend_whose_sin_is_slightly_wrong_fails_exactly_the_sin_cases():
 
 
 def test_a_forward_in_the_wrong_dtype_fails_the_forward_check():
-    """float32 * float32 giving float64 is the backend's own function's answer too: only the
-    comparison with the reference (the standard's type promotion) sees it."""
+    """float32 * float32 giving float64 is the backend's own function's answer too: the
+    comparison with the reference (the standard's type promotion) sees it, and where a case is
+    written with an operator, the comparison with the library's own operator."""
     def widening(x1, x2, /):
         answer = compat.multiply(x1, x2)
         return answer.astype(np.float64) if answer.dtype == np.float32 else answer
 
     name = _broken_backend("widening_multiply", {"multiply": widening})
     results = _run(name, [c for c in _subset() if c.op == "multiply"])
-    # (the variants written with operators call the ndarray's, not this namespace's multiply)
     float32 = {(r.case.id, r.dtype) for r in results if r.dtype == "float32"}
-    assert {("multiply[same]", "float32"), ("multiply[broadcast]", "float32")} <= _failed(
-        results) <= float32
-    assert all("`multiply` in float32 returned float64, expected float32" in
+    # The variants written with operators (3 * x, x *= b) call this multiply too: there the
+    # library's own operator, which keeps float32, disagrees first.
+    operators = {("multiply[scalar_left]", "float32"), ("multiply[inplace]", "float32")}
+    assert {("multiply[same]", "float32"), ("multiply[broadcast]", "float32")} | operators <= (
+        _failed(results)) <= float32
+    assert all(("dtype float64 != float32" if (r.case.id, r.dtype) in operators else
+                "`multiply` in float32 returned float64, expected float32") in
                r.checks["forward"][1] for r in results if r.status == "fail")
+
+
+def test_a_wrong_matmul_fails_the_cases_written_with_the_operator_too():
+    """``a @ b`` calls the backend's ``matmul``, as ``xp.matmul(a, b)`` does (not the array
+    type's own ``__matmul__``): a matmul that transposes square products fails the square case
+    in both spellings, the operator's by its forward check."""
+    def transposing(x1, x2, /):
+        out = compat.matmul(x1, x2)
+        square = out.ndim >= 2 and out.shape[-1] == out.shape[-2]
+        return compat.matrix_transpose(out) if square else out
+
+    name = _broken_backend("transposing_matmul", {"matmul": transposing})
+    results = _run(name, runner.select("matmul*"))
+    assert _failed(results) == {(case, dtype) for case in ("matmul[square]",
+                                                          "matmul[square,function]")
+                                for dtype in ("float64", "float32")}
+    assert all(r.checks["forward"][0] == "fail" for r in results if r.status == "fail")
+
+
+def test_the_getitem_cases_run_the_declared_get_index():
+    """``x[key]`` calls the plugin's ``get_index``, and the getitem cases call it on the
+    backend's own arrays too: a wrong one fails them against NumPy, and torch's, which flips the
+    axes of the negative steps torch refuses, passes the case torch's own indexing cannot run."""
+    name = _broken_backend("shifted_get_index", get_index=lambda array, key: array[key] + 1)
+    results = [r for r in _run(name, runner.select("getitem*")) if r.status != "skip"]
+    assert results and all(r.checks["forward"][0] == "fail" and "differs from NumPy's" in
+                           r.checks["forward"][1] for r in results)
+    pytest.importorskip("torch")
+    result = runner.run_one("torch", runner.case("getitem[negative_step]"), "float64", known={})
+    assert result.status == "pass", result.checks
 
 
 def test_the_forward_check_accepts_what_the_standard_leaves_to_the_library():

@@ -6,7 +6,8 @@ import pytest
 
 import arraygrad as ag
 from arraygrad import _standard
-from arraygrad.rules import LINEAR, NONDIFFERENTIABLE, RULES, TRANSPOSE
+from arraygrad.rules import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES,
+                             TRANSPOSE)
 
 REVISIONS = ["2024.12", "2025.12"]
 # array-api-strict's own helpers, not names of the standard.
@@ -47,6 +48,21 @@ def test_every_name_is_present_in_the_namespace(backend_name):
         assert target is not None or name == "newaxis", name
 
 
+@pytest.mark.parametrize("backend_name", ["numpy", "array_api_strict"])
+def test_functions_outside_the_standard_are_offered_where_the_backend_has_them(backend_name):
+    ns, raw = ag.namespace(backend_name), ag.get_backend(backend_name).raw
+    assert OUTSIDE_STANDARD and OUTSIDE_STANDARD <= set(RULES)
+    assert not OUTSIDE_STANDARD & set(_standard.FUNCTIONS)
+    for name in OUTSIDE_STANDARD:
+        if hasattr(raw, name):
+            assert callable(getattr(ns, name)), name
+        else:  # array_api_strict has no einsum: a missing name that says why
+            with pytest.raises(AttributeError, match=rf"no '{name}': {name} is outside the "
+                               rf"Array API standard.*{backend_name}'s does not"):
+                getattr(ns, name)
+    assert hasattr(ns, "einsum") == (backend_name == "numpy")
+
+
 def test_every_function_is_differentiable_or_declared_non_differentiable():
     unaccounted = [name for name in _standard.FUNCTIONS
                    if name not in RULES and name not in NONDIFFERENTIABLE
@@ -62,7 +78,8 @@ def test_every_rule_has_a_vjp_and_a_jvp():
         if name in ("getitem", "setitem", "to_device"):
             continue  # operators and methods of the array object, checked the same way below
         assert rule.vjps or rule.joint, name
-        assert rule.jvps in (LINEAR, TRANSPOSE) or any(f is not None for f in rule.jvps), name
+        assert rule.jvps in (LINEAR, TRANSPOSE, MULTILINEAR) or any(
+            f is not None for f in rule.jvps), name
     for name in ("getitem", "setitem", "to_device"):
         assert RULES[name].jvps == LINEAR
 

@@ -244,6 +244,12 @@ DIFFERENCES = [
                  lambda inputs, g: [scipy_special.polygamma(1, inputs[0])], None,
                  "trigamma from SciPy (exact), not torch's approximation")
       for n in ("digamma", "psi")),
+    # logit's derivative 1 / (x (1 - x)) is +inf at the pole x = 0, from either side (the
+    # function goes to -inf there); torch's vectorized loop gives -inf at -0.0 (its scalar
+    # one +inf), so which one it gives depends on how many values it is given.
+    Difference("special.logit", lambda x: (x == 0) & np.signbit(x),
+               lambda inputs, g: [np.full_like(g[0], INF)], None,
+               "+inf at -0.0 as at +0.0 (torch: -inf in its vectorized loop)"),
     # Forward values are the backend's own (tests/test_values.py): NumPy's remainder is exact
     # (fmod), torch's x - y * floor(x / y) overflows; NumPy's x ** -0.5 is C's pow, torch's
     # rsqrt; SciPy's gammaln is -inf at -inf and inf at 1e-310 (torch: inf, 713.8).

@@ -2,6 +2,7 @@
 checked against float64 central differences on every built-in backend."""
 
 import operator
+import types
 
 import numpy as np
 import pytest
@@ -28,6 +29,87 @@ def test_matmul_operator_and_unary_operators(backend, rng):
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
     check_grads(lambda x, y: x @ y, a, b, backend=backend.name, order=2)
     check_grads(lambda x: -x + (+x) * abs(x), a, backend=backend.name)
+
+
+def _logging_backend(name, version, scalars=True):
+    """A backend of its own ndarray subclass (``make`` turns a NumPy array into one) whose
+    namespace, of standard ``version``, logs each call of an operator's function as (name,
+    argument types); with ``scalars=False`` those functions refuse Python numbers, as a
+    namespace older than the standard's 2024.12 may."""
+    import array_api_compat.numpy as compat
+
+    class Own(np.ndarray):
+        pass
+
+    calls = []
+    logged = ("add", "subtract", "multiply", "divide", "pow", "matmul", "less")
+
+    class Namespace:
+        __array_api_version__ = version
+
+        def __getattr__(self, attr):
+            value = getattr(compat, attr)
+            if attr not in logged:
+                return value
+
+            def function(*args, **kwargs):
+                if not scalars and any(type(a) in (bool, int, float, complex) for a in args):
+                    raise TypeError(f"{attr}() takes arrays only")
+                calls.append((attr, *[type(a) for a in args]))
+                return value(*args, **kwargs)
+            return function
+
+    def coerce(value):
+        return None if type(value) is Own else np.asarray(value).view(Own)
+
+    if name not in ag.registry.backends:
+        ag.register_backend(types.SimpleNamespace(arraygrad_backend=ag.hookimpl(
+            lambda: ag.BackendSpec(name=name, arrays=(Own,), namespace=Namespace,
+                                   coerce=coerce))), name=f"plugin-{name}")
+    calls.clear()
+    return calls, lambda array: ag.Variable(np.asarray(array).view(Own))
+
+
+def test_operators_call_the_functions_of_the_plugins_namespace():
+    """``x @ m`` calls the namespace's ``matmul`` (where a plugin's fix-up lives), not the
+    array type's ``__matmul__``; Python numbers go to a 2024.12 namespace as they are."""
+    calls, make = _logging_backend("logging_2024", "2024.12")
+    x, m = make(np.array([1.0, 2.0], np.float32)), make(np.eye(2, dtype=np.float32))
+    x.requires_grad = True
+    y = (2 * x + x ** 2 - 1 / x) @ m
+    y += 1
+    np.testing.assert_array_equal(np.asarray(x < 1.5), [True, False])
+    assert [call[0] for call in calls] == ["multiply", "pow", "add", "divide", "subtract",
+                                           "matmul", "add", "less"]
+    assert (calls[0][1], calls[1][2], calls[3][1]) == (int, int, int)  # 2 *, ** 2, 1 /
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(y.detach()), [3.0, 8.5])
+    y.sum().backward()  # d/dx (2x + x^2 - 1/x) = 2 + 2x + 1/x^2
+    np.testing.assert_allclose(np.asarray(x.grad), [5.0, 6.25])
+
+
+def test_an_older_namespace_gets_python_numbers_as_arrays_of_the_operands_dtype():
+    """Before the standard's 2024.12 its functions took arrays only: ``x + 2`` calls ``add``
+    with a 0-d array of x's dtype, as the standard's operators take the number. A mix the
+    standard leaves to the library (an integer array and a float) is the library's operator's."""
+    calls, make = _logging_backend("logging_2023", "2023.12", scalars=False)
+    x = make(np.array([1.0, 2.0], np.float32))
+    x.requires_grad = True
+    for result in (x + 2, 2 * x, x ** 2, 1 / x, x - 0.5, 2.5 * x):
+        assert result.dtype == np.float32 and result.requires_grad
+    # (a float32 result proves the number's array float32: a float64 one would promote)
+    assert len(calls) == 6 and all(len(call) == 3 and issubclass(call[1], np.ndarray) and
+                                   issubclass(call[2], np.ndarray) for call in calls), calls
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), [3.0, 3.0])
+    calls.clear()
+    complex64 = make(np.ones(2, np.complex64))
+    assert (complex64 * 2.5).dtype == np.complex64 and calls[-1][0] == "multiply"
+    calls.clear()
+    integers = make(np.arange(3))
+    assert (integers * 2.5).dtype == np.float64 and (integers + True).dtype == np.int64
+    assert (x * 1j).dtype == np.complex64  # NumPy's own promotion
+    assert not calls
 
 
 def test_comparisons_return_variables_without_grad(backend):
@@ -316,3 +398,13 @@ def test_a_module_that_is_no_array_library_is_refused_with_the_names_to_pass():
 
     with pytest.raises(ag.BackendError, match="no registered backend matches.*math.*numpy"):
         ag.namespace(math)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict"])
+def test_comparison_with_none_or_text_is_pythons_answer(backend):
+    """``x == None`` and ``x != "a"`` give Python's answer, as a torch tensor's do, on every
+    backend (the backend's function would refuse or broadcast them); ``x < "a"`` refuses."""
+    x = ag.Variable(ag.namespace(backend).ones(2))
+    assert (x == None) is False and (x != "a") is True  # noqa: E711
+    with pytest.raises(TypeError, match="'<' not supported"):
+        x < "a"  # noqa: B015

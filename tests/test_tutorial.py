@@ -1,5 +1,7 @@
 """The PyTorch autograd tutorials' Variable behaviour, line by line, on every built-in backend."""
 
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -17,6 +19,21 @@ def test_variable_wraps_the_raw_array_without_copying(backend):
     assert x.grad is None
     assert x.requires_grad is False
     assert ag.Variable(backend.raw.ones(3), requires_grad=True).requires_grad is True
+
+
+def test_variable_is_imported_from_autograd_as_in_torch():
+    from arraygrad.autograd import Variable  # from torch.autograd import Variable
+
+    assert Variable is ag.Variable
+
+
+def test_import_arraygrad_reaches_its_testing_module():
+    """``arraygrad.testing.check_grads`` after ``import arraygrad`` alone (as torch.testing)."""
+    code = ("import sys, numpy, arraygrad\n"
+            "assert 'arraygrad.testing' in sys.modules\n"
+            "arraygrad.testing.check_grads(lambda x: x * x, numpy.array([1.0, 2.0]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_volatile_is_accepted_warns_once_and_names_no_grad(backend, monkeypatch):

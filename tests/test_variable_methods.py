@@ -529,6 +529,9 @@ EINSUM = [  # subscripts and the operands' shapes
     ("Ba...,a", [(2, 3, 5), (3,)]),
     ("b...j,bj->b...", [(2, 5, 3), (2, 3)]),
     ("ij,jk", [(2, 3), (3, 4)]),
+    ("ii->i", [(3, 3)]),  # repeated letters: a diagonal, a trace, on every backend
+    ("...ii", [(2, 3, 3)]),
+    ("iij,j", [(3, 3, 2), (2,)]),
 ]
 
 
@@ -544,9 +547,7 @@ def test_einsum_with_an_ellipsis_is_numpys(backend, subscripts, shapes):
 
 
 @pytest.mark.parametrize("subscripts, shapes, error, match", [
-    ("ii->i", [(3, 3)], TypeError, r"repeats a letter.*xp\.linalg\.diagonal\(x\).*"
-                                   r"xp\.linalg\.trace\(x\)"),
-    ("ij,jk", [(2, 3)], TypeError, r"names 2 operands but got 1"),
+    ("ij,jk", [(2, 3)], TypeError, r"name 2 operands but got 1"),
     ("...ij->ij", [(2, 3, 4)], ValueError, r"output must have one too"),
     ("i.j", [(2, 3)], ValueError, r"not part of an ellipsis"),
     ("ij", [(2, 3, 4)], ValueError, r"operand 0 has 3 axes, but its subscripts name 2"),
@@ -555,4 +556,3 @@ def test_einsum_refusals_say_what_is_wrong(backend, subscripts, shapes, error, m
     operands = [backend.variable(np.ones(shape)) for shape in shapes]
     with pytest.raises(error, match=match):
         np.einsum(subscripts, *operands)
-    assert hasattr(backend.xp.linalg, "diagonal") and hasattr(backend.xp.linalg, "trace")

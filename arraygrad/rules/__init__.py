@@ -19,10 +19,11 @@ apart (``reuse.ScaledGrad``) through the rules registered with ``defscaled`` (``
 
 from __future__ import annotations
 
-from ._core import (LINEAR, NONDIFFERENTIABLE, RULES, TRANSPOSE, BackendQueries, Rule,
-                    backends, broadcasts, conj, defbroadcast, defjoint, defvjp, device_of,
-                    expand_reduced, get_index, host_reads, is_complex, is_complex_dtype, no_rule,
-                    nondifferentiable, normalize_axis, set_index, sum_axes, sum_to)
+from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, TRANSPOSE,
+                    BackendQueries, Rule, backends, broadcasts, conj, defbroadcast, defjoint,
+                    defvjp, device_of, expand_reduced, get_index, host_reads, is_complex,
+                    is_complex_dtype, no_rule, nondifferentiable, normalize_axis, set_index,
+                    sum_axes, sum_to)
 from .reuse import BroadcastGrad, forget_reusable_types, private, times
 from . import (creation, elementwise, fft, indexing, linalg, linalg_eig,  # noqa: F401
                linear_algebra, manipulation, reuse, searching, statistical, utility)

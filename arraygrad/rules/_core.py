@@ -10,10 +10,15 @@ import operator
 from typing import Callable
 
 RULES: dict[str, "Rule"] = {}
-"""Differentiable functions of the standard, by name (``linalg.`` and ``fft.`` prefixed)."""
+"""Differentiable functions by name (``linalg.`` and ``fft.`` prefixed): the standard's, and
+those outside it named in :data:`OUTSIDE_STANDARD`."""
 
 NONDIFFERENTIABLE: set[str] = set()
 """Functions whose outputs never require grad (comparisons, ``floor``, ``argmax``, ...)."""
+
+OUTSIDE_STANDARD: set[str] = set()
+"""Differentiable functions outside the standard (``einsum``), registered with
+``standard=False``: the namespace offers each where the backend's own namespace has it."""
 
 _DISPLAY = {"multiply": "Mul", "subtract": "Sub", "divide": "Div", "negative": "Neg",
             "permute_dims": "Permute", "getitem": "Index", "setitem": "CopySlices"}
@@ -28,6 +33,14 @@ TRANSPOSE = "transpose"
 """``jvps=TRANSPOSE``: the forward mode computes ``J t`` by transposing the VJP (the gradient of
 ``<VJP(g), t>`` with respect to ``g``), for functions whose tangent formula would repeat the
 VJP's work (factorizations, ``solve``, ``pinv``)."""
+
+
+MULTILINEAR = "multilinear"
+"""``jvps=MULTILINEAR``: the function is linear in each array argument on its own (``einsum``),
+so its JVP is the sum, over the arguments with a tangent, of the function with that argument
+replaced by its tangent (the others' values are those its VJP saved)."""
+
+_JVP_KINDS = (LINEAR, TRANSPOSE, MULTILINEAR)
 
 
 class Rule:
@@ -58,13 +71,14 @@ class Rule:
         # A joint VJP whose last use of g is one rules.times call: the engine lets that call
         # overwrite g (it never lets other joint VJPs, which read g for several results).
         self.joint_times_g = joint_times_g
-        # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR or TRANSPOSE.
-        self.jvps = jvps if jvps in (LINEAR, TRANSPOSE) else tuple(jvps)
+        # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR, TRANSPOSE
+        # or MULTILINEAR.
+        self.jvps = jvps if jvps in _JVP_KINDS else tuple(jvps)
         self.outputs = outputs
         self.broadcast_vjps = None  # VJPs for a g that only broadcasts to the output (defbroadcast)
         self.takes_scaled = False  # the engine may hand its VJPs g without a scale (defscaled)
         backward = (joint,) if joint is not None else (self.vjps or ())
-        forward = self.jvps if self.jvps not in (LINEAR, TRANSPOSE) else ()
+        forward = self.jvps if self.jvps not in _JVP_KINDS else ()
         saves: list[str] = []
         self.index, self.keywords = self._bind(backward, saves)
         self.jvp_index, self.jvp_keywords = self._bind(forward, saves)
@@ -114,7 +128,7 @@ class Rule:
         return (kind, self.arrays.index(base))
 
     def _users(self, k):
-        if self.joint is not None or self.sequence or self.jvps in (LINEAR, TRANSPOSE):
+        if self.joint is not None or self.sequence or self.jvps in _JVP_KINDS:
             return None
         return frozenset(i for indexes in (self.index, self.jvp_index)
                          for i, index in enumerate(indexes) if index is None or k in index)
@@ -145,10 +159,14 @@ def _signature(function: Callable, name: str):
     return needed, keywords
 
 
-def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1):
-    """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient)."""
+def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1,
+           standard: bool = True):
+    """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient);
+    ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`)."""
     RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
                        outputs=outputs)
+    if not standard:
+        OUTSIDE_STANDARD.add(name)
 
 
 def defscaled(names: str):
@@ -176,10 +194,13 @@ def defbroadcast(name: str, *vjps):
 
 
 def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,
-             jvps=(), outputs: int = 1):
-    """Register one VJP returning the gradients of all array arguments of ``name`` at once."""
+             jvps=(), outputs: int = 1, standard: bool = True):
+    """Register one VJP returning the gradients of all array arguments of ``name`` at once;
+    ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`)."""
     RULES[name] = Rule(name, arrays.split(), (), joint=vjp, jvps=jvps, params=params.split(),
                        sequence=sequence, outputs=outputs)
+    if not standard:
+        OUTSIDE_STANDARD.add(name)
 
 
 def no_rule(name: str) -> Rule:
@@ -195,7 +216,8 @@ def nondifferentiable(*names: str):
 class BackendQueries:
     """What a rule may ask about the backend of an array or namespace. Rules import nothing
     above them: the plugin layer installs its answers here when it is imported. The answer is
-    an object with ``set_index``, ``get_index``, ``capabilities()`` and ``raw_special``; ``None``
+    an object with ``set_index``, ``get_index``, ``device``, ``capabilities()`` and
+    ``raw_special``; ``None``
     (the default) means a backend that needs no help, as NumPy."""
 
     @staticmethod
@@ -293,9 +315,11 @@ def get_index(array, key):
 
 
 def device_of(a):
-    """The device of ``a``, to make new arrays beside it; ``None`` (the default device) for
+    """The device of ``a``, to make new arrays beside it: its backend's answer
+    (``BackendSpec.device_of``, else ``a.device``); ``None`` (the default device) for
     libraries whose arrays have no ``device`` attribute (dask)."""
-    return getattr(a, "device", None)
+    backend = backends.of_array(a)
+    return getattr(a, "device", None) if backend is None else backend.device(a)
 
 
 def host_reads(x) -> bool:

@@ -1,7 +1,11 @@
-"""Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot`` and the ``linalg``
-extension's norms."""
+"""Rules of ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot``, the ``linalg``
+extension's norms, and ``einsum`` (outside the standard)."""
 
-from ._core import H, conj, defjoint, defscaled, defvjp, expand_reduced, is_complex, normalize_axis
+import functools
+import string
+
+from ._core import (MULTILINEAR, H, conj, defjoint, defscaled, defvjp, device_of, expand_reduced,
+                    is_complex, normalize_axis)
 
 
 def _as_matrices(xp, g, x1, x2):
@@ -133,3 +137,107 @@ defvjp("vecdot",
 defjoint("tensordot", vjp_tensordot, arrays="x1 x2", params="axes",
          jvps=(lambda xp, t, x2, *, axes=2: xp.tensordot(t, x2, axes=axes),
                lambda xp, t, x1, *, axes=2: xp.tensordot(x1, t, axes=axes)))
+
+
+@functools.lru_cache(maxsize=256)
+def parse_einsum(subscripts: str, shapes: tuple) -> tuple[tuple[str, ...], str]:
+    """The letters of each operand and of the output of ``einsum(subscripts, ...)`` on operands
+    of ``shapes``: spaces dropped, each ``...`` written out as letters unused in ``subscripts``
+    (the same letters for the same axes, aligned from the right), and an implicit output made
+    explicit as NumPy makes it (the ellipsis' axes, then the letters that occur once, sorted).
+    Raises an error naming ``einsum``, the subscripts and the shapes for what no backend
+    takes."""
+    subscripts = subscripts.replace(" ", "")
+    inputs, arrow, output = subscripts.partition("->")
+    specs = inputs.split(",")
+    where = f"einsum({subscripts!r}) on operands of shape {', '.join(map(str, shapes))}"
+    if len(specs) != len(shapes):
+        raise TypeError(f"{where}: its subscripts name {len(specs)} operand"
+                        f"{'s' if len(specs) != 1 else ''} but got {len(shapes)}")
+    ellipsis = ""
+    if "." in subscripts:
+        specs, output, ellipsis = _without_ellipsis(where, specs, output if arrow else None,
+                                                    shapes)
+    for k, (spec, shape) in enumerate(zip(specs, shapes)):
+        if len(spec) != len(shape):
+            raise ValueError(f"{where}: operand {k} has {len(shape)} axes, but its subscripts "
+                             f"name {len(spec)}")
+    letters = "".join(specs)
+    if not arrow:
+        output = ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                           and c not in ellipsis))
+    wrong = [c for c in letters + output if c not in string.ascii_letters]
+    if wrong or len(set(output)) != len(output) or not set(output) <= set(letters):
+        raise ValueError(f"{where}: " + (f"{wrong[0]!r} is not a letter" if wrong else
+                         "the output repeats a letter or names one that no operand has"))
+    sizes = {}  # {letter: (its length other than 1, if any, and an operand with it)}
+    for k, (spec, shape) in enumerate(zip(specs, shapes)):
+        for c, n in zip(spec, shape):
+            seen, j = sizes.get(c, (n, k))
+            if n != 1 and seen not in (1, n):
+                raise ValueError(f"{where}: {c!r} is {seen} long in operand {j} but {n} in "
+                                 f"operand {k}")
+            if n != 1 or c not in sizes:
+                sizes[c] = (n, k)
+    return tuple(specs), output
+
+
+def _without_ellipsis(where, specs, output, shapes):
+    """``specs`` and ``output`` with each ``...`` written out as letters, and those letters."""
+    free = [c for c in string.ascii_letters if c not in "".join(specs) + (output or "")]
+    widths = []
+    for spec, shape in zip(specs, shapes):
+        if spec.replace("...", "", 1).count("."):
+            raise ValueError(f"{where}: a '.' that is not part of an ellipsis")
+        widths.append(len(shape) - (len(spec) - 3) if "..." in spec else 0)
+        if widths[-1] < 0:
+            raise ValueError(f"{where}: operand {len(widths) - 1} has {len(shape)} axes, "
+                             "fewer than its subscripts name")
+    width = max(widths)
+    if width > len(free):
+        raise ValueError(f"{where}: too many axes under the ellipsis")
+    ellipsis = "".join(free[:width])
+    specs = [spec.replace("...", ellipsis[width - w:]) for spec, w in zip(specs, widths)]
+    if output is not None:
+        if "..." not in output and width:
+            raise ValueError(f"{where}: the operands have axes under the ellipsis, so the output "
+                             "must have one too ('...->...'), as in NumPy")
+        output = output.replace("...", ellipsis)
+        if "." in output:
+            raise ValueError(f"{where}: a '.' that is not part of an ellipsis")
+    return specs, output, ellipsis
+
+
+def vjp_einsum(xp, g, operands, *, subscripts):
+    # Operand k's gradient is the einsum of g with the other operands (conjugated: PyTorch's
+    # convention for complex values, as matmul's) that gives k's letters, each once.
+    specs, output = parse_einsum(subscripts, tuple(tuple(o.shape) for o in operands))
+    grads = []
+    for k, (spec, operand) in enumerate(zip(specs, operands)):
+        others = specs[:k] + specs[k + 1:]
+        reached = set(output).union(*others)
+        kept = "".join(c for c in dict.fromkeys(spec) if c in reached)
+        terms = [conj(xp, o) for j, o in enumerate(operands) if j != k]
+        grad = xp.einsum(",".join((output, *others)) + "->" + kept, g, *terms)
+        grads.append(grad if kept == spec else _einsum_layout(xp, grad, kept, spec, operand.shape))
+    return grads
+
+
+def _einsum_layout(xp, grad, kept, spec, shape):
+    """``grad``, whose axes are the letters ``kept``, as a gradient of an operand of ``spec`` and
+    ``shape``: on the diagonal of each letter ``spec`` repeats (times an identity), and constant
+    along the letters no other operand nor the output has (the forward summed them)."""
+    grad = xp.reshape(grad, tuple(grad.shape[kept.index(c)] if c in kept and spec.index(c) == i
+                                  else 1 for i, c in enumerate(spec)))
+    for i, c in enumerate(spec):
+        first = spec.index(c)
+        if first != i:
+            axes = [1] * len(spec)
+            axes[first] = axes[i] = shape[i]
+            eye = xp.eye(shape[i], dtype=grad.dtype, device=device_of(grad))
+            grad = grad * xp.reshape(eye, tuple(axes))
+    return xp.broadcast_to(grad, tuple(n if m == 1 else m for n, m in zip(shape, grad.shape)))
+
+
+defjoint("einsum", vjp_einsum, arrays="operands", sequence="varargs", params="subscripts",
+         jvps=MULTILINEAR, standard=False)

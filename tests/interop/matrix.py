@@ -13,6 +13,7 @@ import importlib
 import pathlib
 
 from arraygrad import _numpy_protocol
+from arraygrad.rules import OUTSIDE_STANDARD
 from arraygrad.rules.special import SPECIAL
 
 from .harness import BACKENDS
@@ -46,7 +47,8 @@ How each reaches arraygrad:
 - **`__array_namespace__`**: SciPy, scikit-learn, array-api-extra, xarray and marray ask a
   Variable for its namespace, `ag.namespace(backend)`, which records every call. SciPy's
   special functions find `xp.special`: `scipy.special` on NumPy and Dask, `torch.special`
-  on torch, `jax.scipy.special` on JAX, each with differentiation rules.
+  on torch, `jax.scipy.special` on JAX, each with differentiation rules. xarray's `xr.dot` and
+  `weighted` find `xp.einsum` (without opt_einsum), differentiable where the backend has one.
 - **NEP 13 and NEP 18**: plain NumPy calls on Variables (`np.sin(v)`, `np.mean(v, axis=0)`,
   `ndarray @ v`) record through the same namespace, on any backend. A NumPy function not listed
   below raises `TypeError` naming it.
@@ -172,7 +174,12 @@ def render(cases):
               ", ".join(f"`{n}`" for n in functions), "",
               "Special functions with rules (`xp.special`, and SciPy's ufuncs on NumPy-backed "
               "Variables; a backend offers those its library has):", "",
-              ", ".join(f"`{n}`" for n in sorted(SPECIAL)), ""]
+              ", ".join(f"`{n}`" for n in sorted(SPECIAL)), "",
+              "Functions outside the standard with rules, which the namespace offers where the "
+              "backend's own namespace has them (NumPy, torch, JAX, CuPy and Dask have `einsum`, "
+              "array_api_strict does not; `np.einsum` on its Variables is composed of the "
+              "standard's functions):", "",
+              ", ".join(f"`{n}`" for n in sorted(OUTSIDE_STANDARD)), ""]
     return "\n".join(lines)
 
 

@@ -2,6 +2,9 @@
 differences and ``torch.autograd``. See ``harness.py`` for what one case checks."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # before scipy is imported
 
@@ -237,3 +240,29 @@ def dask_client():
 def test_scipy_dask_distributed(case, dask_client):
     assert len(DISTRIBUTED_CASES) == 2
     run(case, "dask")
+
+
+# ---- SciPy imported without its array API mode ----
+
+def test_scipy_without_its_array_api_mode_says_to_set_scipy_array_api():
+    """SciPy imported before SCIPY_ARRAY_API=1 was set converts a Variable to NumPy: the error
+    says so and how to set it, where SciPy converts it and only there."""
+    code = textwrap.dedent("""
+        import numpy as np, scipy.special, scipy.stats
+        import arraygrad as ag
+
+        v = ag.Variable(np.linspace(0.5, 2.0, 5), requires_grad=True)
+        for function in (scipy.special.logsumexp, scipy.stats.zscore, np.asarray):
+            try:
+                function(v)
+            except ag.GradientError as exc:
+                print(function.__name__, 'os.environ["SCIPY_ARRAY_API"] = "1"' in str(exc),
+                      "detach" in str(exc))
+        print(scipy.special.logsumexp(v.detach()) > 0)
+    """)
+    environment = {k: v for k, v in os.environ.items() if k != "SCIPY_ARRAY_API"}
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["logsumexp True False", "zscore True False",
+                                        "asarray False True", "True"]

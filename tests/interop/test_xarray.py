@@ -25,6 +25,15 @@ def da(v, dims=("x", "y"), **kwargs):
     return xr.DataArray(v, dims=dims, **kwargs)
 
 
+def without_opt_einsum(f):
+    """``f`` with xarray calling ``xp.einsum`` itself: with opt_einsum installed (JAX brings it),
+    xarray's einsum goes through opt_einsum's contractions instead."""
+    def call(*args):
+        with xr.set_options(use_opt_einsum=False):
+            return f(*args)
+    return call
+
+
 def case(name, fn, inputs, refuse=None, **kwargs):
     return Case("xarray", name, fn, inputs, refuse=refuse or {}, torch_reference=False, **kwargs)
 
@@ -72,6 +81,8 @@ CASES = [
          lambda a: (lambda d: d.where(d > 0.1).mean("y"))(da(a)).data, (X,), TORCH_FILL),
     case("xr.dot", lambda a, b: xr.dot(da(a), da(b, dims=("y", "z")), dim="y").data,
          (X, normal(4, 2))),
+    case("xr.dot (xp.einsum, use_opt_einsum=False)", without_opt_einsum(
+        lambda a, b: xr.dot(da(a), da(b, dims=("y", "z")), dim="y").data), (X, normal(4, 2))),
     case("DataArray.rolling(y=2).mean()", lambda a: da(a).rolling(y=2, min_periods=1).mean().data,
          (X,), {**torch_refuses(
              AttributeError, r"'str' object has no attribute 'dtype'",
@@ -83,6 +94,9 @@ CASES = [
                  "DataArray.coarsen or shifted slices") for b in ("numpy", "dask")}}),
     case("DataArray.weighted(w).mean('y')",
          lambda a, w: da(a).weighted(da(w, dims=("y",))).mean("y").data,
+         (X, positive(4)), TORCH_NAN_REDUCTION),
+    case("DataArray.weighted(w).mean('y') (xp.einsum, use_opt_einsum=False)", without_opt_einsum(
+        lambda a, w: da(a).weighted(da(w, dims=("y",))).mean("y").data),
          (X, positive(4)), TORCH_NAN_REDUCTION),
 ]
 
