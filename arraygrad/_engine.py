@@ -48,14 +48,6 @@ class _Collectors(threading.local):
 _collectors = _Collectors()
 
 
-class _Running(threading.local):
-    graph = None
-    """Per thread: ``(dependencies, buffers)`` of the backward pass running there (None: none):
-    per node, how many gradients it still waits for, and those it has, which a VJP may read to
-    know which gradients its inputs will get (a folded log-softmax)."""
-
-
-running = _Running()
 _collecting = 0  # threads' collectors now open, over all threads
 _watch_lock = threading.Lock()
 
@@ -696,7 +688,6 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
     ready = [node for node in buffers if dependencies[node] == 0]
     state = _grad_mode.state
     previous, state.enabled = state.enabled, bool(create_graph)
-    outer, running.graph = running.graph, (dependencies, buffers)
     try:
         while ready:
             node = ready.pop()
@@ -723,9 +714,9 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                                           for r in results])
                 grads = None  # a VJP may return its g: the buffer must not count as a holder
             elif not retain_graph and type(node) is Node:
-                # Reached, but no gradient came (the log, sum and exp of a folded log-softmax):
-                # its saved values go now, as if it had run, as PyTorch's engine frees those
-                # of every node it reaches.
+                # Reached, but no gradient came (a VJP gave none to that input): its saved
+                # values go now, as if it had run, as PyTorch's engine frees those of every
+                # node it reaches.
                 node.saved = _FREED
             for i in range(len(edges)):  # (indexes, not enumerate: compiled, a C loop)
                 edge = edges[i]
@@ -744,7 +735,6 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                     ready.append(child)
     finally:
         state.enabled = previous
-        running.graph = outer
     return capture
 
 

@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import functools
 import operator
-import sys
 import types
-import weakref
 
 from . import _grad_mode, _standard
-from ._engine import Node, accumulator, running
+from ._engine import Node, accumulator
 from ._links import linked
 from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
                         Variable)
 from .errors import BackendError, GradientError
-from .rules import (NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, is_complex, no_rule,
-                    normalize_axis, private)
+from .rules import NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, no_rule, private
 from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
-from .rules.elementwise import (EXTREMUM_SHIFT, LOG_SUM_EXP_OPERAND, NEGATED_OPERAND,
-                                NEGATED_OPERAND_MIN_SIZE, SAME_OPERANDS, Negation)
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
@@ -536,7 +531,6 @@ def _one_array_fast(recorder):
     # Into its argument only where the rule in force (a plugin may override it) never reads it.
     in_place = (recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
                 and all(kind != "input" for kind, _ in sources))
-    negates = recorder.name == "negative" and rule is _NEGATIVE
     saves = sources[0][0] if len(sources) == 1 else None  # exp's ans, sin's x: picked inline
 
     def function(x, /, *args, **kwargs):
@@ -568,138 +562,9 @@ def _one_array_fast(recorder):
         # x is inexact: a result of its very dtype is too (not so astype(x, int32)'s).
         if not (dtype is data.dtype or backend.is_inexact(dtype)):
             return _make(out, backend, None, 0, False)
-        result = _make(out, backend, node, 0)
-        if negates and out is not data:
-            _remember_negation(result, data, out)
-        return result
+        return _make(out, backend, node, 0)
 
     return function
-
-
-def _remember_negation(result, data, out):
-    """Let ``multiply`` recognise ``result * x`` as ``(-x) * x`` (``NEGATED_OPERAND``): the
-    arrays that ``negative`` read and wrote, weakly. An in-place change of either Variable
-    replaces its array (copy-on-write), so the two still being theirs proves the values."""
-    size = getattr(out, "size", None)
-    if size.__class__ is not int or size < NEGATED_OPERAND_MIN_SIZE:  # (lazy sizes: None, NaN)
-        return
-    try:
-        result._negation = (weakref.ref(data), weakref.ref(out))
-    except TypeError:  # arrays that take no weak reference: no such product is recognised
-        pass
-
-
-def _negation_of(n, x, x_node, x_nr) -> bool:
-    """Whether ``n``'s value is ``-x``'s, as ``negative`` computed it from ``x`` (whose node
-    and output number are ``x_node``, ``x_nr``), neither Variable changed in place since."""
-    node = n.grad_fn  # (under no_grad, an in-place change keeps it: the arrays tell)
-    if node.__class__ is not Node or node.rule is not _NEGATIVE:
-        return False
-    marks = getattr(n, "_negation", None)
-    return (marks is not None and marks[0]() is x._data and marks[1]() is n._data
-            and node._edges is None and node._next is x_node and node._nr == x_nr)
-
-
-_NEGATIVE = RULES["negative"]
-_LOG, _SUM, _EXP = RULES["log"], RULES["sum"], RULES["exp"]
-_EXTREMA = (RULES["max"], RULES["min"])
-
-
-class _LogSumExp:
-    """What ``x - log(sum(exp(x), axis, keepdims=True))`` keeps to fold its log, sum and exp
-    (``rules.elementwise.LOG_SUM_EXP_OPERAND``): the log's Variable, weakly, the log and exp
-    nodes, whose saved values the fold reads, and x's node."""
-
-    __slots__ = ("variable", "log", "exp", "axis", "x_node")
-
-    def __init__(self, variable, log, exp, axis, x_node):
-        self.variable, self.log, self.exp, self.axis = weakref.ref(variable), log, exp, axis
-        self.x_node = x_node
-
-    def folded(self, g):
-        """``(exp(x), sum(exp(x)), axis)`` while nothing can see the gradients of the log, sum
-        and exp: the log's Variable is gone and no hook or ``retain_grad`` waits at its node
-        (the sum's and exp's were unseen when recorded, and nothing can add one to them). None
-        under ``create_graph`` (a Variable ``g``), whose second derivatives need their nodes,
-        for complex values (whose VJPs conjugate), and once an earlier backward freed their
-        values. Decided before the shift below is marked, which only a fold may do."""
-        log = self.log
-        if self.variable() is not None or log.pre_hooks or log.retained or (
-                g.__class__ is Variable):
-            return None
-        e, total = self.exp.saved, log.saved
-        if e.__class__ is not tuple or total.__class__ is not tuple or is_complex(e[0]):
-            return None
-        self._mark_shift()
-        return e[0], total[0], self.axis
-
-    def _mark_shift(self):
-        """Where x is ``z - m`` (``EXTREMUM_SHIFT``), with ``m`` constant along the summed
-        axes, and x's node gets gradients from this node and the exp alone in the running
-        backward, and the exp none (the log gets its from this node alone), mark that
-        difference's ``shift`` there: x's gradient is this log-softmax's, whose sum along those
-        axes is 0, so ``m``'s vanishes."""
-        node, log, graph = self.x_node, self.log, running.graph
-        if node.__class__ is not Node or node.rule is not EXTREMUM_SHIFT or graph is None:
-            return
-        dependencies, buffers = graph  # (gradients still awaited, gradients received)
-        if dependencies.get(node) != 2 or node in buffers or (
-                dependencies.get(log) != 1 or log in buffers):
-            return
-        (m_shape, _), (shape, _) = node.meta[1], node.meta[2]
-        lead = len(shape) - len(m_shape)
-        for axis in normalize_axis(self.axis, len(shape)):
-            if axis >= lead and m_shape[axis - lead] != 1:
-                return
-        # (a key of this backward's own dict: no other pass, and no later one, can see it)
-        dependencies[node.params["shift"]] = True
-
-
-class _Shift:
-    """What ``x - m`` keeps of ``m``, a ``max`` or ``min`` with keepdims
-    (``rules.elementwise.EXTREMUM_SHIFT``): its Variable, weakly, and its node."""
-
-    __slots__ = ("variable", "node")
-
-    def __init__(self, variable):
-        self.variable, self.node = weakref.ref(variable), variable.grad_fn
-
-    def vanishes(self) -> bool:
-        """Whether a folded log-softmax of the difference marked it in this thread's running
-        backward (:meth:`_LogSumExp._mark_shift`), and nothing can see ``m``'s gradient: its
-        Variable is gone and no hook or ``retain_grad`` waits at its node."""
-        graph, node = running.graph, self.node
-        return (graph is not None and self in graph[0] and self.variable() is None
-                and not node.pre_hooks and not node.retained)
-
-
-def _log_sum_exp(b, first, first_nr):
-    """A :class:`_LogSumExp` for ``a - b`` where ``b`` is ``log(sum(exp(a), axis=...,
-    keepdims=True))`` of that very ``a`` (whose node is ``first``, ``first_nr``), and nothing
-    but this chain sees the sum and the exp: their Variables are gone, no other op read them,
-    and no hook waits at their nodes. None otherwise."""
-    log = b.grad_fn  # (linked nodes, whose input is in _next, have no _edges)
-    if log._edges is not None:
-        return None
-    total = log._next
-    if total.__class__ is not Node or total.rule is not _SUM or total._edges is not None:
-        return None
-    options = total.params
-    if not options or options.get("keepdims") is not True or not options.keys() <= _SUM_OPTIONS:
-        return None
-    exp = total._next
-    if exp.__class__ is not Node or exp.rule is not _EXP or exp._edges is not None or (
-            exp._next is not first or exp._nr != first_nr):
-        return None
-    if exp.pre_hooks or exp.retained or total.pre_hooks or total.retained:
-        return None
-    # Held by the next node of the chain, this frame's name and getrefcount's argument alone.
-    if sys.getrefcount(total) > 3 or sys.getrefcount(exp) > 3:
-        return None
-    return _LogSumExp(b, log, exp, options.get("axis"), first)
-
-
-_SUM_OPTIONS = frozenset(("axis", "keepdims"))
 
 
 def _save_unary(sources, data, out):
@@ -749,11 +614,6 @@ def _binary_fast(recorder, raw_function, reflected=False):
     backend, rule = recorder.backend, recorder.rule
     sources = rule.sources
     users = [range(2) if readers is None else readers for readers in rule.users]
-    same_operands = SAME_OPERANDS.get(rule.name, rule)  # x * x: one VJP for both edges
-    # (-x) * x and x * (-x): x alone is kept, not -x
-    negated = NEGATED_OPERAND.get(rule.name) if rule is RULES.get(rule.name) else None
-    # x - log(sum(exp(x), axis, keepdims=True)): the log, sum and exp folded into this node
-    folds = rule.name == "subtract" and rule is RULES.get(rule.name)
     coerce, plain = backend.coerce, backend._plain_types
     operand = recorder.operand
     # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
@@ -781,26 +641,10 @@ def _binary_fast(recorder, raw_function, reflected=False):
         second = (b.grad_fn or accumulator(b)) if needs_b else None
         first_nr = a._output_nr if needs_a and a.grad_fn else 0
         second_nr = b._output_nr if needs_b and b.grad_fn else 0
-        node_rule, params = rule, None
-        if a is b:
-            node_rule = same_operands
-        elif negated is not None and needs_a and needs_b:
-            if _negation_of(a, b, second, second_nr):
-                node_rule, saved, params = negated[0], (rb,), {"negated": Negation(a)}
-            elif _negation_of(b, a, first, first_nr):
-                node_rule, saved, params = negated[1], (ra,), {"negated": Negation(b)}
-        elif folds and needs_a and needs_b and second.__class__ is Node:  # (b's grad_fn)
-            if second.rule is _LOG:
-                fold = _log_sum_exp(b, first, first_nr)
-                if fold is not None:
-                    node_rule, params = LOG_SUM_EXP_OPERAND, {"lse": fold}
-            elif second.rule in _EXTREMA and second.params and (
-                    second.params.get("keepdims") is True):
-                node_rule, params = EXTREMUM_SHIFT, {"shift": _Shift(b)}
-        node = linked(node_rule, backend, first, first_nr, second, second_nr,
+        node = linked(rule, backend, first, first_nr, second, second_nr,
                       ((ra.shape, ra.dtype) if needs_a else None,
                        (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),
-                      saved, params)
+                      saved, None)
         # An input that requires grad is inexact: a result of its very dtype is too.
         if not (needs_a and dtype is ra.dtype or backend.is_inexact(dtype)):
             return _make(out, backend, None, 0, False)
@@ -864,6 +708,9 @@ def build_namespace(backend) -> Namespace:
     recorders = {}
     for name in (*_standard.FUNCTIONS, *sorted(OUTSIDE_STANDARD)):  # those where raw has them
         raw_function = _resolve(raw, name)
+        forward = getattr(RULES.get(name), "forward", None)
+        if forward is not None:  # made of the standard's functions: the same on every backend
+            raw_function = _composed(forward, raw)
         if raw_function is None:
             continue
         if name in _standard.QUESTIONS:
@@ -885,6 +732,15 @@ def build_namespace(backend) -> Namespace:
     ns.pad = pad  # not in the standard; xarray's rolling windows call xp.pad
     backend.operators = _operators(ns, backend, recorders)
     return ns
+
+
+def _composed(forward, raw):
+    """``forward(raw, ...)``: a function outside the standard made of the standard's functions
+    of the raw namespace ``raw`` (``logsumexp``)."""
+    def function(*args, **kwargs):
+        return forward(raw, *args, **kwargs)
+    function.__doc__ = forward.__doc__
+    return function
 
 
 def _namespace_info(backend, raw_info):

@@ -683,7 +683,7 @@ FUNCTIONS = {
     "unique": lambda ar: ar.__array_namespace__().unique_values(ar),
     "cross": lambda a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: _namespace_of(
         [a, b]).linalg.cross(a, b, axis=-1 if axis is None else axis),
-    "pad": pad,
+    "pad": pad, "sinc": _method("sinc"),
     "einsum": _einsum,
     "linalg.norm": _norm, "linalg.svd": _svd,
     **{f"linalg.{name}": _linalg(name) for name in (

@@ -153,8 +153,7 @@ class Variable:
 
     __slots__ = ("_data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
                  "_hooks", "_retains_grad", "_accumulator", "__weakref__",
-                 "_view", "_views",  # unset unless a view: see __getitem__
-                 "_negation")  # unset unless a large result of negative: see _namespace
+                 "_view", "_views")  # unset unless a view: see __getitem__
     __array_priority__ = 1000
     __hash__ = object.__hash__
 

@@ -16,7 +16,8 @@ import numpy as np
 
 import arraygrad as ag
 from arraygrad import _standard
-from arraygrad.rules import OUTSIDE_STANDARD
+from arraygrad._namespace import Namespace
+from arraygrad.rules import OUTSIDE_STANDARD, RULES
 from arraygrad.rules.special import SPECIAL
 
 from .behaviour import BEHAVIOURS
@@ -305,6 +306,39 @@ for _variant in ("matmul", "trace", "three_operands", "diagonal_summed"):
     case("einsum", f"complex,{_variant}", (lambda s: lambda xp, *xs: _real_view(
         xp, xp.einsum(s, *xs)))(_subscripts), *(Arg(s, "complex") for s in _shapes),
         dtypes=("complex128", "complex64"))
+
+
+def _outside(name):
+    """``xp.<name>`` for a function outside the standard made of the standard's functions:
+    arraygrad's, with its own rule; on another library's namespace (torch.autograd's, JAX's
+    reference), the same composition of that library's standard functions, which it
+    differentiates by itself."""
+    def call(xp, *arrays, **options):
+        if isinstance(xp, Namespace) or getattr(xp, "offers_outside_standard", False):
+            return getattr(xp, name)(*arrays, **options)
+        return RULES[name].forward(xp, *arrays, **options)
+    return call
+
+
+# Named functions outside the standard, offered on every backend: a loss head's logsumexp,
+# softmax and log_softmax, and sinc, xlogy (large values: the shift by the maximum must hold).
+case("logsumexp", "axis=None", lambda xp, x: _outside("logsumexp")(xp, x), (3, 4))
+case("logsumexp", "axis=1", lambda xp, x: _outside("logsumexp")(xp, x, axis=1), (3, 4))
+case("logsumexp", "axis=(0,2),keepdims", lambda xp, x: _outside("logsumexp")(
+    xp, x, axis=(0, 2), keepdims=True), (2, 3, 4))
+case("logsumexp", "large", lambda xp, x: _outside("logsumexp")(xp, x * 500.0, axis=-1), (3, 4))
+case("logsumexp", "0d", lambda xp, x: _outside("logsumexp")(xp, x), ())
+for _op in ("softmax", "log_softmax"):
+    case(_op, "axis=-1", (lambda op: lambda xp, x: _outside(op)(xp, x))(_op), (3, 4))
+    case(_op, "axis=0", (lambda op: lambda xp, x: _outside(op)(xp, x, axis=0))(_op), (3, 4))
+    case(_op, "large", (lambda op: lambda xp, x: _outside(op)(xp, x * 500.0))(_op), (2, 5))
+case("sinc", "basic", lambda xp, x: _outside("sinc")(xp, x), (3, 4))
+case("xlogy", "basic", lambda xp, a, b: _outside("xlogy")(xp, a, b), (3, 4),
+     Arg((3, 4), "positive"))
+case("xlogy", "broadcast", lambda xp, a, b: _outside("xlogy")(xp, a, b), (3, 4),
+     Arg((4,), "positive"))
+
+
 def _complex(xp, x):
     return xp.astype(x, xp.complex64 if x.dtype == xp.float32 else xp.complex128)
 

@@ -3,6 +3,7 @@ every differentiable function is exercised, parameters are not their own inverse
 rectangular where allowed, complex inputs wherever accepted, conventions declared at ties."""
 
 import collections
+import functools
 import inspect
 
 import array_api_compat.numpy as compat
@@ -19,20 +20,29 @@ UNCHECKED_OPTIONS = {"astype": {"device"}}
 REAL_ONLY = {"atan2", "copysign", "hypot", "logaddexp", "maximum", "minimum", "remainder",
              "nextafter",
              "clip", "max", "min", "var", "std", "sort", "linalg.cross", "cumulative_prod",
-             "fft.rfft", "fft.rfftn", "fft.ihfft", "astype", "to_device", "unique_values"}
+             "fft.rfft", "fft.rfftn", "fft.ihfft", "astype", "to_device", "unique_values",
+             # outside the standard: shifted by a max (no order on complex), or real (xlogy's
+             # as SciPy's and torch's); sinc as NumPy's, checked on reals
+             "logsumexp", "softmax", "log_softmax", "sinc", "xlogy"}
 RECTANGULAR = {"linalg.svd", "linalg.qr", "linalg.pinv", "linalg.svdvals", "linalg.matrix_norm",
                "linalg.trace", "linalg.diagonal", "matmul", "tril", "triu", "matrix_transpose"}
 CONVENTIONS = {"max", "min", "maximum", "minimum", "abs", "sort", "clip", "nextafter"}
 
 
 class _Spy:
-    """array_api_strict, recording each call of a function as (name, args, kwargs)."""
+    """array_api_strict, recording each call of a function as (name, args, kwargs); with the
+    functions outside the standard that arraygrad makes of the standard's (``logsumexp``), as
+    the differentiable namespace has them (cases.py's ``_outside`` then calls them by name)."""
+
+    offers_outside_standard = True
 
     def __init__(self, module, log, prefix=""):
         self._module, self._log, self._prefix = module, log, prefix
 
     def __getattr__(self, name):
-        value = getattr(self._module, name)
+        forward = getattr(RULES.get(name), "forward", None) if not self._prefix else None
+        value = getattr(self._module, name) if forward is None else functools.partial(
+            forward, self._module)
         if name in ("linalg", "fft") and not self._prefix:
             return _Spy(value, self._log, f"{name}.")
         if not callable(value) or isinstance(value, type):

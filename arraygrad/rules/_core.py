@@ -17,8 +17,9 @@ NONDIFFERENTIABLE: set[str] = set()
 """Functions whose outputs never require grad (comparisons, ``floor``, ``argmax``, ...)."""
 
 OUTSIDE_STANDARD: set[str] = set()
-"""Differentiable functions outside the standard (``einsum``), registered with
-``standard=False``: the namespace offers each where the backend's own namespace has it."""
+"""Differentiable functions outside the standard (``einsum``, ``logsumexp``), registered with
+``standard=False``: the namespace offers each where the backend's own namespace has it, or on
+every backend where its rule has a ``forward`` made of the standard's functions."""
 
 _DISPLAY = {"multiply": "Mul", "subtract": "Sub", "divide": "Div", "negative": "Neg",
             "permute_dims": "Permute", "getitem": "Index", "setitem": "CopySlices"}
@@ -49,11 +50,15 @@ class Rule:
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
                  "pickers", "users", "positional", "broadcast_vjps", "joint_times_g",
-                 "takes_scaled")
+                 "takes_scaled", "forward")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
-                 outputs=1, joint_times_g=False):
+                 outputs=1, joint_times_g=False, forward=None):
         self.name = name
+        # forward(xp, *arrays, **options): the function made of the standard's functions, for
+        # one outside the standard that every backend can compute (logsumexp); None: the
+        # backend's own.
+        self.forward = forward
         self.display = _DISPLAY.get(name) or "".join(
             part.capitalize() for part in name.replace(".", "_").split("_"))
         self.display += "Backward"
@@ -160,11 +165,13 @@ def _signature(function: Callable, name: str):
 
 
 def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1,
-           standard: bool = True):
+           standard: bool = True, forward=None):
     """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient);
-    ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`)."""
+    ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`), offered
+    where the backend has it, or everywhere with ``forward(xp, ...)`` made of the standard's
+    functions."""
     RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
-                       outputs=outputs)
+                       outputs=outputs, forward=forward)
     if not standard:
         OUTSIDE_STANDARD.add(name)
 

@@ -12,9 +12,8 @@ gradients are PyTorch's conjugate Wirtinger derivatives: for a holomorphic op th
 import cmath
 import inspect
 import math
-import weakref
 
-from ._core import (_REAL_NUMBERS, LINEAR, RULES, Rule, conj, defbroadcast, defscaled, defvjp,
+from ._core import (_REAL_NUMBERS, LINEAR, RULES, conj, defbroadcast, defscaled, defvjp,
                     is_complex, nondifferentiable, sum_to)
 from .reuse import added, applied, broadcast_times, multiplied, reciprocal, times
 
@@ -97,63 +96,6 @@ defvjp("multiply",
        lambda xp, g, x2: times(g, conj(xp, x2)),
        lambda xp, g, x1: times(g, conj(xp, x1)), arrays="x1 x2",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
-SAME_OPERANDS = {"multiply": Rule(
-    "multiply", ("x1", "x2"),
-    (lambda xp, g, x2: times(g, conj(xp, x2), 2), None),
-    jvps=RULES["multiply"].jvps)}
-"""Rules the namespace records instead when both operands are one Variable: ``x * x`` gives its
-whole gradient ``2 g conj(x)`` on the first edge (in place in ``g`` where the engine allows it,
-and no sum of two products); the second edge, to the same node, has no VJP and carries none, so
-the first VJP is the last to read ``g``. Saved values as ``multiply``'s."""
-assert all(SAME_OPERANDS[name].sources == RULES[name].sources for name in SAME_OPERANDS)
-
-
-class Negation:
-    """What a recorded ``(-x) * x`` or ``x * (-x)`` keeps of its ``-x``: not its values, which
-    are ``x``'s negated, but the Variable (weakly) and its ``negative`` node, to tell whether
-    anything can still see the gradient that ``-x`` gets. The namespace records it only where
-    ``-x`` is the very result of ``negative`` on that ``x``, and neither changed since."""
-
-    __slots__ = ("variable", "node")
-
-    def __init__(self, variable):
-        self.variable = weakref.ref(variable)
-        self.node = variable.grad_fn
-
-    def unseen(self) -> bool:
-        """Whether nothing can see ``-x``'s gradient any more: its Variable is gone, and no hook
-        or ``retain_grad`` waits at its node (nothing can add one: that takes the Variable)."""
-        node = self.node
-        return self.variable() is None and not node.pre_hooks and not node.retained
-
-
-def _negated_product(xp, g, x, negated):
-    """The gradients of ``(-x) * x`` to ``-x`` and to ``x``: ``g conj(x)`` and ``-g conj(x)``.
-    Once ``-x`` is unseen, none to ``-x`` and ``-2 g conj(x)`` to ``x``, which ``negative``
-    would make of them: one product, in ``g`` where the engine allows it, where there were two,
-    a negation and a sum, and with the same values."""
-    if negated.unseen():
-        return None, times(g, conj(xp, x), -2)
-    d = conj(xp, x)
-    return g * d, times(g, d, -1)
-
-
-NEGATED_OPERAND = {"multiply": (
-    Rule("multiply", ("x1", "x2"), (), joint_times_g=True,
-         joint=lambda xp, g, x2, *, negated: _negated_product(xp, g, x2, negated),
-         jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x2: -(t * x2))),
-    Rule("multiply", ("x1", "x2"), (), joint_times_g=True,
-         joint=lambda xp, g, x1, *, negated: _negated_product(xp, g, x1, negated)[::-1],
-         jvps=(lambda xp, t, x1: -(t * x1), lambda xp, t, x1: t * x1)),
-)}
-"""Rules the namespace records instead for ``(-x) * x`` and ``x * (-x)`` (a Gaussian's
-exponent), where ``-x`` is the result of ``negative`` on that very ``x``: they keep ``x`` alone,
-so that ``-x``'s memory is freed with its Variable, and take a :class:`Negation` as the option
-``negated``."""
-NEGATED_OPERAND_MIN_SIZE = 1 << 12
-"""Smaller results of ``negative`` are not looked for: their memory is not worth it."""
-
-
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
     to its shape first, so that only one full-size temporary is made."""
@@ -173,43 +115,6 @@ def vjp_subtract_x2(xp, g, x2_shape):
 defvjp("subtract", lambda xp, g: g, vjp_subtract_x2, arrays="x1 x2", jvps=LINEAR)
 
 
-def _minus_log_sum_exp(xp, g, x2_shape, *, lse):
-    """The gradients of ``x - log(sum(exp(x), axis, keepdims=True))`` (a log-softmax written
-    out) to ``x`` and to the log. While the log, sum and exp are unseen, ``lse.folded(g)`` gives
-    what exp and log saved, and the gradient those three nodes would pass back to ``x`` joins
-    the first one here, ``g - exp(x) * sum(g) / sum(exp(x))``, with the values they would have
-    given; none goes to the log, so backward skips them."""
-    folded = lse.folded(g)
-    if folded is None:
-        return g, vjp_subtract_x2(xp, g, x2_shape)
-    e, total, axis = folded
-    return g - e * (xp.sum(g, axis=axis, keepdims=True) / total), None
-
-
-_SUBTRACT_TANGENTS = (lambda xp, t: t, lambda xp, t: -t)
-LOG_SUM_EXP_OPERAND = Rule("subtract", ("x1", "x2"), (), joint=_minus_log_sum_exp,
-                           jvps=_SUBTRACT_TANGENTS)
-"""The rule the namespace records instead for ``x - log(sum(exp(x), axis, keepdims=True))``
-where the exp is of that very ``x`` and only the log's Variable may still be alive; it takes
-the option ``lse``, whose ``folded(g)`` is ``(exp(x), sum(exp(x)), axis)`` while nothing can see
-the gradients of the log, sum and exp (and the values are real), else None."""
-
-
-def _minus_shift(xp, g, x2_shape, *, shift):
-    """The gradients of ``x - m``, ``m`` a ``max`` or ``min`` with keepdims (a log-softmax's
-    shift): none to ``m`` where ``shift.vanishes()``, that is where the folded log-softmax of
-    this very difference is all that sends it a gradient in this backward, which sums to zero
-    along the axes where ``m`` is constant, and nothing can see ``m``'s: its gradient,
-    ``-sum(g)``, is zero but for rounding, and its ``max`` node need not run."""
-    if shift.vanishes():
-        return g, None
-    return g, vjp_subtract_x2(xp, g, x2_shape)
-
-
-EXTREMUM_SHIFT = Rule("subtract", ("x1", "x2"), (), joint=_minus_shift, jvps=_SUBTRACT_TANGENTS)
-"""The rule the namespace records instead for ``x - m`` where ``m`` is the result of ``max``
-or ``min`` with keepdims; it takes the option ``shift`` (see ``_minus_shift``)."""
-assert LOG_SUM_EXP_OPERAND.sources == EXTREMUM_SHIFT.sources == RULES["subtract"].sources
 defvjp("divide",
        lambda xp, g, x2: g / conj(xp, x2),
        vjp_divide_x2, arrays="x1 x2",
@@ -381,3 +286,42 @@ nondifferentiable(
     "not_equal", "greater", "greater_equal", "less", "less_equal",
     "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor",
 )
+
+
+# Outside the standard, offered on every backend (made of the standard's functions), as in
+# NumPy, PyTorch and JAX (sinc) and SciPy and PyTorch (xlogy).
+def _nonzero(xp, x):
+    """``x`` with its zeros replaced by 1, for a formula whose value at 0 is set apart."""
+    return xp.where(x == 0, xp.ones_like(x), x)
+
+
+def sinc(xp, x, /):
+    """``sin(pi x) / (pi x)``, 1 at 0: the normalized sinc of NumPy, PyTorch and JAX."""
+    y = math.pi * _nonzero(xp, x)
+    return xp.where(x == 0, xp.ones_like(x), xp.sin(y) / y)
+
+
+def xlogy(xp, x1, x2, /):
+    """``x1 log(x2)``, 0 where ``x1`` is 0 (even where ``x2`` is 0): SciPy's and PyTorch's."""
+    product = x1 * xp.log(x2)
+    return xp.where(x1 == 0, xp.zeros_like(product), product)
+
+
+def _sinc_derivative(xp, x, ans):
+    """``(cos(pi x) - sinc(x)) / x``, 0 at 0."""
+    return xp.where(x == 0, xp.zeros_like(x),
+                    (xp.cos(math.pi * x) - ans) / _nonzero(xp, x))
+
+
+def _log_unless_zero(xp, x1, x2):
+    """``log(x2)``, 0 where ``x1`` is 0: xlogy's derivative in ``x1`` (PyTorch's)."""
+    log = xp.log(x2) + xp.zeros_like(x1)
+    return xp.where(x1 == 0, xp.zeros_like(log), log)
+
+
+_vjp_sinc, _jvp_sinc, _ = from_derivative(_sinc_derivative)
+defvjp("sinc", _vjp_sinc, jvps=(_jvp_sinc,), standard=False, forward=sinc)
+defvjp("xlogy", lambda xp, g, x1, x2: g * conj(xp, _log_unless_zero(xp, x1, x2)),
+       lambda xp, g, x1, x2: g * conj(xp, x1 / x2), arrays="x1 x2", standard=False,
+       forward=xlogy, jvps=(lambda xp, t, x1, x2: t * _log_unless_zero(xp, x1, x2),
+                            lambda xp, t, x1, x2: t * (x1 / x2)))

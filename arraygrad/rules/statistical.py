@@ -223,3 +223,65 @@ def jvp_cumulative_prod(xp, t, x, ans, *, axis=None, dtype=None, include_initial
 
 defvjp("cumulative_sum", vjp_cumulative_sum, jvps=LINEAR)
 defvjp("cumulative_prod", vjp_cumulative_prod, jvps=(jvp_cumulative_prod,))
+
+
+# Functions outside the standard that a loss head needs, offered on every backend (their
+# forward is made of the standard's functions) with one rule each, as torch.nn.functional's
+# and jax.nn's: the shift by the maximum keeps exp from overflowing.
+def _shift(xp, x, axis):
+    """The maximum along ``axis`` (kept), 0 where it is not finite: logsumexp is -inf along a
+    slice of -inf, inf along one with inf (SciPy's)."""
+    m = xp.max(x, axis=axis, keepdims=True)
+    return xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+
+
+def logsumexp(xp, x, /, *, axis=None, keepdims=False):
+    """``log(sum(exp(x), axis))``, without overflow (SciPy's and JAX's ``logsumexp``)."""
+    m = _shift(xp, x, axis)
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims or x.ndim == 0 else xp.squeeze(out, axis=tuple(
+        normalize_axis(axis, x.ndim)))
+
+
+def softmax(xp, x, /, *, axis=-1):
+    """``exp(x) / sum(exp(x), axis)``, without overflow (``torch.softmax``, ``jax.nn``): NaN
+    along a slice with an infinite maximum, as theirs and SciPy's."""
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(xp, x, /, *, axis=-1):
+    """``x - logsumexp(x, axis)``, without overflow (``torch.log_softmax``, ``jax.nn``): NaN
+    along a slice with an infinite maximum, as theirs and SciPy's."""
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+def _lse_weights(xp, x, ans, axis, keepdims):
+    """The softmax of ``x`` along ``axis``: the gradient of its ``logsumexp``."""
+    return xp.exp(x - expand_reduced(xp, ans, axis, x.ndim, keepdims))
+
+
+def vjp_logsumexp(xp, g, x, ans, *, axis=None, keepdims=False):
+    return expand_reduced(xp, g, axis, x.ndim, keepdims) * conj(
+        xp, _lse_weights(xp, x, ans, axis, keepdims))
+
+
+def _softmax_vjp(xp, g, s, axis):
+    """``s (g - sum(g s))``: the VJP of a softmax ``s``."""
+    gs = g * conj(xp, s)
+    return gs - conj(xp, s) * xp.sum(gs, axis=axis, keepdims=True)
+
+
+defvjp("logsumexp", vjp_logsumexp, params="* axis keepdims", standard=False, forward=logsumexp,
+       jvps=(lambda xp, t, x, ans, *, axis=None, keepdims=False: xp.sum(
+           t * _lse_weights(xp, x, ans, axis, keepdims), axis=axis, keepdims=keepdims),))
+defvjp("softmax", lambda xp, g, ans, *, axis=-1: _softmax_vjp(xp, g, ans, axis),
+       params="* axis", standard=False, forward=softmax,
+       jvps=(lambda xp, t, ans, *, axis=-1: ans * (t - xp.sum(t * ans, axis=axis,
+                                                                keepdims=True)),))
+defvjp("log_softmax", lambda xp, g, ans, *, axis=-1: g - conj(xp, xp.exp(ans)) * xp.sum(
+           g, axis=axis, keepdims=True),
+       params="* axis", standard=False, forward=log_softmax,
+       jvps=(lambda xp, t, ans, *, axis=-1: t - xp.sum(t * xp.exp(ans), axis=axis,
+                                                       keepdims=True),))
