@@ -5,6 +5,10 @@ every consumer has sent its gradient, its buffer is dropped as soon as it ran, a
 values are released unless ``retain_graph``. Shapes and dtypes of gradients are fitted and checked
 here, once, rather than in every rule.
 
+Gradients are arrays of the node's backend (Variables under ``create_graph``), and ``None`` is
+the one symbolic zero: an input that gets no gradient. Which of them a VJP or an accumulation may
+overwrite is decided by reference counts, in ``rules.reuse`` and in :func:`_accumulate`.
+
 Threads: backward passes run in parallel, each with its own buffers; what they share is guarded
 where it is written. A leaf's AccumulateGrad holds a lock (as PyTorch's holds a mutex) around its
 hooks and the read-add-write of ``.grad``, and a node whose output retains its gradient or has
@@ -27,8 +31,7 @@ from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import broadcasts, is_complex, is_complex_dtype, sum_axes
 from .rules import reuse as _reuse
-from .rules.reuse import (BroadcastGrad, IndexedGrad, ScaledGrad, _scratch, dense, large,
-                          large_shape, private)
+from .rules.reuse import _scratch, large, private
 
 _FREED = object()
 
@@ -176,34 +179,15 @@ class Node:
                 xp = backend.raw
         if edges is None:
             edges = self.edges
-        broadcast = None  # the BroadcastGrad whose small value the rule's VJPs take as g
-        scale = None  # the ScaledGrad's scale, which the rule's results get after its VJPs
         if self.n_outputs == 1:
             g = grads[0]
-            kind = type(g)  # (type(), not __class__: compiled, it reads the object's type)
-            if kind is IndexedGrad:
-                g = g.dense()
-            elif kind is BroadcastGrad:
-                vjps = getattr(rule, "broadcast_vjps", None)  # (a Function's rule has none)
-                if vjps is not None and not create_graph:
-                    broadcast = g
-                    g = g.value
-                else:
-                    g = g.dense()
-            elif kind is ScaledGrad:
-                if (not create_graph and getattr(rule, "takes_scaled", False)
-                        and _scale_later(self.meta, edges, g.value.size)):
-                    scale = g.scale
-                    g = g.value
-                else:
-                    g = g.dense()
         else:
-            device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
             keeps_none = getattr(rule, "keeps_none", None)  # ctx.set_materialize_grads(False)
             if keeps_none is not None and keeps_none(self):
-                g = tuple(None if grad is None else dense(grad) for grad in grads)
+                g = tuple(grads)
             else:
-                g = tuple(self._zeros(xp, i, device) if grad is None else dense(grad)
+                device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
+                g = tuple(self._zeros(xp, i, device) if grad is None else grad
                           for i, grad in enumerate(grads))
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
         # references are the engine's buffer list, this name, private's argument, getrefcount's.
@@ -214,45 +198,17 @@ class Node:
         spent = saved and not retain_graph
         if spent:  # released first: the last VJP may then overwrite what only it still holds
             self.saved = _FREED
-        if broadcast is None:
-            results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
-        else:
-            # A scalar g (mean's of everything): broadcast VJPs may leave it as a ScaledGrad's
-            # scale where every input's node takes one.
-            scales = broadcast.value.size == 1 and _take_scaled(edges)
-            if scales:
-                _scratch.scales = True
-            try:
-                results = run_vjps(rule, xp, g, saved, self.params, edges, False,
-                                   spent and large_shape(broadcast.shape, broadcast.dtype), vjps)
-            finally:
-                if scales:
-                    _scratch.scales = False
+        results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
         meta = self.meta
         plain = backend._plain_types
         for i in range(len(results)):  # (indexes, not enumerate: compiled, a C loop)
             grad = results[i]
             if grad is not None and edges[i] is not None:
-                kind = type(grad)
-                if kind not in plain:  # numpy.float64 from 0-d arithmetic, say
-                    if kind is not IndexedGrad and kind is not BroadcastGrad \
-                            and kind is not ScaledGrad:
-                        grad = results[i] = backend.coerce(grad)  # (those are kept, when fit)
+                if type(grad) not in plain:  # numpy.float64 from 0-d arithmetic, say
+                    grad = results[i] = backend.coerce(grad)
                 shape, dtype = meta[i]
-                if kind is ScaledGrad:  # a broadcast VJP's (reuse.broadcast_times)
-                    results[i] = _fit_scaled(xp, grad, broadcast, shape, dtype, rule.display, i,
-                                             edges[i], backend)
-                elif broadcast is not None and kind is not BroadcastGrad:
-                    results[i] = _fit_broadcast(xp, grad, broadcast, shape, dtype, rule.display, i)
-                elif grad.shape != shape or grad.dtype != dtype:  # (a BroadcastGrad that a
-                    # broadcast VJP returned, sum's, is fit only if it is not the input's)
-                    results[i] = fit(xp, dense(grad), shape, dtype, rule.display, i, True)
-                if scale is not None:
-                    grad = results[i]  # (a name, not results[i]: compiled, a temporary passed
-                    # is held by the caller too) References here: the results list and grad;
-                    # where it is g, g and the ScaledGrad in the buffer list too.
-                    results[i] = _rescaled(xp, grad, scale, g.size, edges[i], backend,
-                                           4 if grad is g else 2)
+                if grad.shape != shape or grad.dtype != dtype:
+                    results[i] = fit(xp, grad, shape, dtype, rule.display, i)
         return results
 
     def _cannot_run(self):
@@ -294,9 +250,8 @@ class Node:
         return values
 
 
-def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=None):
-    """Call a rule's VJPs (or ``vjps``, its broadcast ones) for the inputs that have an edge;
-    ``None`` for the others.
+def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False):
+    """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others.
 
     ``owned``: ``g`` is the engine's own temporary, which the last VJP called may overwrite
     (``rules.times``) unless an earlier one returned it or a view of it.
@@ -313,10 +268,9 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=N
             return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
         finally:
             _scratch.grad = None
-    if vjps is None:
-        vjps = rule.vjps
+    vjps = rule.vjps
     if owned or spent:
-        return _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps)
+        return _run_reusing(rule, xp, g, saved, params, edges, owned, spent)
     results = []
     pickers = rule.pickers
     for i in range(len(edges)):  # (indexes, not zip: compiled, a C loop over the tuples)
@@ -330,10 +284,11 @@ def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False, vjps=N
     return results
 
 
-def _run_reusing(rule, xp, g, saved, params, edges, owned, spent, vjps):
+def _run_reusing(rule, xp, g, saved, params, edges, owned, spent):
     """:func:`run_vjps` where VJPs may overwrite ``g`` or saved arrays. A VJP with a saved array
     of its own to overwrite runs before one without, which then gets ``g``: ``(-x) * (x + 1)``
     makes its two gradients in the memory of ``-x`` and of ``g``, with no new array."""
+    vjps = rule.vjps
     active = [i for i in range(len(edges)) if edges[i] is not None and vjps[i] is not None]
     free = _unheld(saved) if spent else ()
     picked = [rule.pickers[i](saved) for i in active]
@@ -438,7 +393,7 @@ class AccumulateGrad:
 
     def apply(self, grads, create_graph, retain_graph, edges=None):
         variable = self.variable
-        grad = dense(grads[0])
+        grad = grads[0]
         backend = variable._backend
         make = variable._make
         with self.lock:  # backward passes in other threads may reach this leaf too
@@ -520,10 +475,10 @@ def _fit_plan(gshape, shape, op, index):
     return plan
 
 
-def fit(xp, grad, shape, dtype, op, index, small=False):
-    """Fit a rule's gradient to its input: sum over broadcast axes, expand reduced ones, cast
-    (taking the real part for a real input). Anything else is a bug in the rule. ``small``
-    (backward): a gradient that only needs expanding (``sum``'s) stays a :class:`BroadcastGrad`."""
+def fit(xp, grad, shape, dtype, op, index):
+    """Fit a rule's gradient to its input: sum over broadcast axes, expand reduced ones (a
+    read-only broadcast, which ``rules.times`` recognises when it is of the number 1), cast
+    (taking the real part for a real input). Anything else is a bug in the rule."""
     gshape = tuple(grad.shape)
     if gshape != shape:
         how, axes, reshape = _fit_plan(gshape, shape, op, index)
@@ -532,8 +487,6 @@ def fit(xp, grad, shape, dtype, op, index, small=False):
                 grad = sum_axes(xp, grad, axes)
             if reshape:
                 grad = xp.reshape(grad, shape)
-        elif small:
-            return BroadcastGrad(xp, shape, _cast(xp, grad, dtype))
         else:
             grad = xp.broadcast_to(grad, shape)
     return _cast(xp, grad, dtype)
@@ -546,130 +499,6 @@ def _cast(xp, grad, dtype):
         if grad.dtype != dtype:
             grad = xp.astype(grad, dtype)
     return grad
-
-
-_broadcast_plans: dict = {}  # {(result shape, output shape, input shape): plan}
-
-
-def _broadcast_plan(gshape, out, shape, op, index):
-    """How to bring a broadcast VJP's result of shape ``gshape``, which stands for itself
-    broadcast to the output's shape ``out``, to an input of ``shape``: pad it to the output's
-    rank, sum the reduced axes along which it varies, multiply by the lengths of those along
-    which it is constant, and drop the leading axes."""
-    key = (gshape, out, shape)
-    plan = _broadcast_plans.get(key)
-    if plan is None:
-        lead = len(out) - len(shape)
-        padded = (1,) * (len(out) - len(gshape)) + gshape
-        if not broadcasts(padded, out) or not broadcasts(shape, out):
-            raise GradientError(
-                f"internal error: the rule {op} returned a gradient of shape {gshape} for its "
-                f"argument {index} of shape {shape} and an output of shape {out}. Please report "
-                "this bug.")
-        reduced = [i for i in range(len(out))
-                   if (i < lead or shape[i - lead] == 1) and out[i] != 1]
-        sums = tuple(i for i in reduced if padded[i] != 1)
-        factor = 1
-        for i in reduced:
-            if padded[i] == 1:
-                factor *= out[i]
-        kept = tuple(1 if i in reduced else n for i, n in enumerate(padded))[lead:]
-        plan = (padded, sums, factor, kept)
-        if len(_broadcast_plans) > 4096:
-            _broadcast_plans.clear()
-        _broadcast_plans[key] = plan
-    return plan
-
-
-def _fit_broadcast(xp, grad, broadcast, shape, dtype, op, index):
-    """Fit a broadcast VJP's result to its input (see :func:`_broadcast_plan`); it stays a
-    :class:`BroadcastGrad` where it is still smaller, expanded as ``broadcast`` was where the
-    shapes agree (Dask: over the same chunks)."""
-    out = broadcast.shape
-    gshape = tuple(grad.shape)
-    padded, sums, factor, kept = _broadcast_plan(gshape, out, shape, op, index)
-    if gshape != padded:
-        grad = xp.reshape(grad, padded)
-    if sums:
-        grad = sum_axes(xp, grad, sums, keepdims=True)
-    if factor != 1:
-        grad = grad * factor
-    if padded != kept:
-        grad = xp.reshape(grad, kept)
-    grad = _cast(xp, grad, dtype)
-    if kept == shape:
-        return grad
-    return BroadcastGrad(xp, shape, grad, broadcast.expand if shape == out else None)
-
-
-def _take_scaled(edges) -> bool:
-    """Whether the node of every edge takes a :class:`ScaledGrad` (``rules.defscaled``)."""
-    for edge in edges:
-        if edge is not None:
-            node = edge[0]
-            if type(node) is not Node or node.n_outputs != 1 \
-                    or not getattr(node.rule, "takes_scaled", False):
-                return False
-    return True
-
-
-def _scale_later(meta, edges, size) -> bool:
-    """Whether a ScaledGrad's scale costs less on a node's results than on its ``g`` of
-    ``size`` elements: no input that needs a gradient is larger, and at most one is as large
-    (``r - y``'s ``r``, not both of ``a + b``)."""
-    if size.__class__ is not int:  # (a lazy size)
-        return False
-    as_large = 0
-    for i in range(len(edges)):
-        if edges[i] is not None:
-            n = 1
-            for length in meta[i][0]:
-                if length.__class__ is not int:
-                    return False
-                n *= length
-            if n > size:
-                return False
-            as_large += n == size
-    return as_large <= 1
-
-
-def _fit_scaled(xp, grad, broadcast, shape, dtype, op, index, edge, backend):
-    """Fit a :class:`ScaledGrad` that a broadcast VJP returned to its input (its value as any
-    result), then scale it now or later (:func:`_rescaled`)."""
-    value = grad.value
-    if broadcast is not None:
-        value = _fit_broadcast(xp, value, broadcast, shape, dtype, op, index)
-    elif value.shape != shape or value.dtype != dtype:
-        value = fit(xp, value, shape, dtype, op, index, True)
-    return _rescaled(xp, value, grad.scale, grad.value.size, edge, backend, None)
-
-
-def _rescaled(xp, grad, scale, size, edge, backend, held):
-    """A result times ``scale`` (one element, real): still a :class:`ScaledGrad` where it is
-    as large as the ``g`` of ``size`` elements it came from and the node of ``edge`` takes one;
-    else multiplied now, where it is smaller (``X.T @ r``) or small (a BroadcastGrad's value),
-    in place where the caller's ``held`` references are all there are (None: unknown).
-    (``grad`` is never rebound, and no argument has a default: compiled, either would hold one
-    more reference.)"""
-    kind = type(grad)
-    if kind is ScaledGrad:  # (another thread's backward let a VJP return one: both scales)
-        return _rescaled(xp, grad.value, scale * _cast(xp, grad.scale, scale.dtype), size, edge,
-                         backend, None)
-    if kind is IndexedGrad:
-        return _rescaled(xp, grad.dense(), scale, size, edge, backend, None)
-    if scale.dtype != grad.dtype:
-        scale = _cast(xp, scale, grad.dtype)
-    if scale.ndim > (grad.value if kind is BroadcastGrad else grad).ndim:  # (else it keeps
-        scale = xp.reshape(scale, ())  # its shape, and Dask fuses it into the product's task)
-    if kind is BroadcastGrad:
-        return BroadcastGrad(xp, grad.shape, grad.value * scale, grad.expand)
-    if grad.size == size and _take_scaled((edge,)):
-        return ScaledGrad(scale, grad)
-    # References besides the caller's: this argument, private's, getrefcount's.
-    if held is not None and private(grad, held + 3):
-        return grad.__imul__(scale)
-    product = grad * scale
-    return product if type(product) in backend._plain_types else backend.coerce(product)
 
 
 def backward(roots, retain_graph, create_graph, capture=None, cut=False):
@@ -710,7 +539,7 @@ def backward(roots, retain_graph, create_graph, capture=None, cut=False):
                         _anomaly.annotate(error, node)
                     raise
                 if anomaly and results:
-                    _anomaly.check(node, [r.data if isinstance(r, Variable) else dense(r)
+                    _anomaly.check(node, [r.data if isinstance(r, Variable) else r
                                           for r in results])
                 grads = None  # a VJP may return its g: the buffer must not count as a holder
             elif not retain_graph and type(node) is Node:
@@ -769,7 +598,7 @@ def _captured(capture, node, grads) -> bool:
     """Store the gradients arriving at captured edges; True at a leaf (whose .grad stays)."""
     for output_nr, grad in enumerate(grads):
         if (node, output_nr) in capture:
-            capture[(node, output_nr)] = dense(grad)
+            capture[(node, output_nr)] = grad
     return node.__class__ is AccumulateGrad
 
 
@@ -781,28 +610,7 @@ def _accumulate(buffers, node, output_nr, grad):
     if old is None:
         buffer[output_nr] = grad
         return
-    if grad.__class__ is ScaledGrad:  # (two consumers of a value: summed as arrays; without
-        # rebinding grad, which compiled would hold one more reference to)
-        _accumulate(buffers, node, output_nr, grad.dense())
-        return
-    if old.__class__ is ScaledGrad:
-        old = buffer[output_nr] = old.dense()
-    if old.__class__ is BroadcastGrad or grad.__class__ is BroadcastGrad:
-        # Small if both are; else added into the dense one in place, if it is the engine's own
-        # temporary (references as below; grad.__iadd__, not grad +=, which rebinds the name: a
-        # compiled function holds one more reference to an argument it rebinds).
-        if old.__class__ is grad.__class__:
-            buffer[output_nr] = BroadcastGrad(old.xp, old.shape, old.value + grad.value,
-                                              old.expand)
-        elif grad.__class__ is BroadcastGrad and old.dtype == grad.dtype and _unshared(old):
-            old += grad.value
-        elif old.__class__ is BroadcastGrad and old.dtype == grad.dtype and _unshared(grad, 6):
-            buffer[output_nr] = grad.__iadd__(old.value)
-        else:
-            buffer[output_nr] = dense(old) + dense(grad)
-    elif IndexedGrad in (old.__class__, grad.__class__):
-        buffer[output_nr] = _add_indexed(old, grad)
-    elif old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
+    if old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
         # Either one, if it is the engine's own temporary, takes the sum in place. References:
         # the buffer (old) or the caller's results list and name (grad), this name, the
         # arguments here and in private(), getrefcount's.
@@ -816,24 +624,6 @@ def _accumulate(buffers, node, output_nr, grad):
         buffer[output_nr] = old + grad
 
 
-def _add_indexed(old, grad):
-    """The sum of two gradients, one or both a :class:`IndexedGrad`: added into the dense one in
-    place if the engine alone holds it, else into a copy."""
-    # References to the dense one, besides this function's argument and name, private's argument
-    # and getrefcount's: old's, the buffer and _accumulate's argument; grad's, the backward
-    # loop's results list and name and _accumulate's argument.
-    if old.__class__ is IndexedGrad:
-        indexed, other, references = old, grad, 7
-    else:
-        indexed, other, references = grad, old, 6
-    if other.__class__ is IndexedGrad or other.shape != indexed.shape \
-            or other.dtype != indexed.dtype:
-        return dense(other) + indexed.dense()
-    if not private(other, references):
-        other = indexed.xp.asarray(other, copy=True)
-    return indexed.add_into(other)
-
-
 def _node_hooks(node, grads, create_graph):
     """Run a non-leaf's hooks on its gradient, then store it in ``.grad`` if retained."""
     lock = getattr(node, "lock", None)
@@ -843,7 +633,7 @@ def _node_hooks(node, grads, create_graph):
             if lock is None:
                 lock = node.lock = _RLock()
     with lock:  # backward passes in other threads may share this node
-        return _run_node_hooks(node, [dense(grad) for grad in grads], create_graph)
+        return _run_node_hooks(node, list(grads), create_graph)
 
 
 def _run_node_hooks(node, grads, create_graph):

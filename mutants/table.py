@@ -79,10 +79,6 @@ MUTANTS = [
     M("reuse-ones-any", R + "reuse.py", "and not any(g.strides) and host_reads(g) and "
       "bool(g[(0,) * g.ndim] == 1))", "and not any(g.strides) and host_reads(g))",
       "times() skips multiplying by ANY large broadcast g, not only a broadcast 1"),
-    M("reuse-shape-bound-strict", R + "reuse.py",
-      "return nbytes.__class__ is int and nbytes >= REUSE_MIN_BYTES  # (a NaN",
-      "return nbytes.__class__ is int and nbytes > REUSE_MIN_BYTES  # (a NaN",
-      "large_shape() says an array of exactly REUSE_MIN_BYTES is small"),
     # ------------------------------------------------------------------ rules/statistical.py
     M("stat-mean-count", R + "statistical.py", "return max(_count(shape, axis), 1)",
       "return max(_count(shape, None), 1)", "mean's VJP divides by the total size, not the axis"),

@@ -8,11 +8,10 @@ can be fitted (``data_dependent_shapes: False``); rules must not read values to 
 which would compute (``host_reads: False``).
 """
 
-import functools
 import math
 
 from arraygrad import BackendSpec, hookimpl
-from arraygrad.rules import LINEAR, BroadcastGrad, Rule
+from arraygrad.rules import LINEAR, Rule
 from arraygrad.rules.statistical import vjp_mean, vjp_sum
 
 from . import _dask_fixes
@@ -22,9 +21,7 @@ def _spread_over_chunks_of(reduced_vjp):
     """``sum``'s or ``mean``'s VJP, spread over the chunks of the input. The built-in rule leaves
     ``g`` on the reduced shape and the engine broadcasts it to the input's shape, which dask makes
     a single chunk of the whole size: every consumer then rechunks it to the input's chunks (two
-    tasks a chunk, the one big chunk sent to every worker). Here it is a BroadcastGrad: a rule
-    with broadcast VJPs (``pow``, ``subtract``...) takes the small value (``mean(r ** 2)``: one
-    full-size product a chunk, ``(g * 2) * r``); any other consumer gets it spread by a blockwise
+    tasks a chunk, the one big chunk sent to every worker). Here the spread is a blockwise
     broadcast over the chunks of ``x`` (read-only views, no data, fused by dask into the
     consumer; ``x`` itself is not computed). Under ``create_graph`` the same maths is recorded."""
 
@@ -35,22 +32,15 @@ def _spread_over_chunks_of(reduced_vjp):
         import dask.array
 
         if isinstance(small, dask.array.Array) and isinstance(x, dask.array.Array):
-            return BroadcastGrad(xp, tuple(x.shape), small, functools.partial(_spread, x))
+            # Along kept axes, g takes the chunks of x (as its consumer would make it).
+            small = small.rechunk(tuple(x.chunks[i] if n != 1 else (1,)
+                                        for i, n in enumerate(small.shape)))
+            return dask.array.map_blocks(_broadcast_block, small,
+                                         dask.array.ones_like(x, dtype=small.dtype),
+                                         dtype=small.dtype, chunks=x.chunks)
         return small * xp.ones_like(x, dtype=small.dtype)
 
     return vjp
-
-
-def _spread(x, small):
-    """``small`` broadcast to the shape and chunks of ``x``."""
-    import dask.array
-
-    # Along kept axes, g takes the chunks of x (as its consumer would make it).
-    small = small.rechunk(tuple(x.chunks[i] if n != 1 else (1,)
-                                for i, n in enumerate(small.shape)))
-    return dask.array.map_blocks(_broadcast_block, small,
-                                 dask.array.ones_like(x, dtype=small.dtype),
-                                 dtype=small.dtype, chunks=x.chunks)
 
 
 def _broadcast_block(small, block):

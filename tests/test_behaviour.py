@@ -54,16 +54,7 @@ def _ignore_retain_graph(monkeypatch):
                         apply(self, grads, create_graph, False, *edges))
 
 
-def _no_broadcast_factor(monkeypatch):
-    """A small gradient summed to an operand's shape is not multiplied by the lengths along which
-    it is constant."""
-    plan = _engine._broadcast_plan
-    monkeypatch.setattr(_engine, "_broadcast_plan",
-                        lambda *args: plan(*args)[:2] + (1,) + plan(*args)[3:])
-
-
 @pytest.mark.parametrize("mutate, caught_by", [
-    (_no_broadcast_factor, "broadcast_gradients"),
     (_overwrite_leaf_grad, "accumulate"),
     (_reverse_hooks, "hooks_leaf_order"),
     (_reverse_hooks, "hooks_nonleaf"),

@@ -8,22 +8,19 @@ rule yields higher derivatives. Each array argument gets a vector-Jacobian produ
 those are kept alive for backward. Keyword-only parameters receive the op's options (``axis``...).
 
 A rule may return a gradient whose shape broadcasts to or from its argument's shape, and of a
-related dtype: the engine fits shape and dtype once, centrally. A gradient that only needs
-broadcasting stays small (``reuse.BroadcastGrad``); a rule registered with ``defbroadcast`` has
-VJPs that take that small ``g`` as it is, each of whose results stands for itself broadcast to
-the output's shape (``add``, ``pow``...); every other rule gets it full-size. Where that small
-value is a scalar factor of a full-size result (``mean(r ** 2)``'s ``(2 / n) * r``), it stays
-apart (``reuse.ScaledGrad``) through the rules registered with ``defscaled`` (``subtract``,
-``matmul``...), and the engine applies it where their results are smaller.
+related dtype: the engine fits shape and dtype once, centrally (a gradient that only needs
+broadcasting, ``sum``'s, becomes a read-only broadcast view). Every gradient a rule receives or
+returns is an array of its backend; ``None`` is the one symbolic zero (an input that gets no
+gradient). How a VJP may compute into arrays nothing else sees is in ``reuse``.
 """
 
 from __future__ import annotations
 
 from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, TRANSPOSE,
-                    BackendQueries, Rule, backends, broadcasts, conj, defbroadcast, defjoint,
+                    BackendQueries, Rule, backends, broadcasts, conj, defjoint,
                     defvjp, device_of, expand_reduced, get_index, host_reads, is_complex,
                     is_complex_dtype, no_rule, nondifferentiable, normalize_axis, set_index,
                     sum_axes, sum_to)
-from .reuse import BroadcastGrad, forget_reusable_types, private, times
+from .reuse import forget_reusable_types, private, times
 from . import (creation, elementwise, fft, indexing, linalg, linalg_eig,  # noqa: F401
                linear_algebra, manipulation, reuse, searching, statistical, utility)

@@ -49,8 +49,7 @@ class Rule:
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "broadcast_vjps", "joint_times_g",
-                 "takes_scaled", "forward")
+                 "pickers", "users", "positional", "joint_times_g", "forward")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1, joint_times_g=False, forward=None):
@@ -80,8 +79,6 @@ class Rule:
         # or MULTILINEAR.
         self.jvps = jvps if jvps in _JVP_KINDS else tuple(jvps)
         self.outputs = outputs
-        self.broadcast_vjps = None  # VJPs for a g that only broadcasts to the output (defbroadcast)
-        self.takes_scaled = False  # the engine may hand its VJPs g without a scale (defscaled)
         backward = (joint,) if joint is not None else (self.vjps or ())
         forward = self.jvps if self.jvps not in _JVP_KINDS else ()
         saves: list[str] = []
@@ -174,30 +171,6 @@ def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outpu
                        outputs=outputs, forward=forward)
     if not standard:
         OUTSIDE_STANDARD.add(name)
-
-
-def defscaled(names: str):
-    """Let the engine hand the VJPs of these functions the value of a
-    :class:`~arraygrad.rules.reuse.ScaledGrad` as ``g`` and apply its scale to their results
-    (every VJP is linear in ``g``): on a result smaller than ``g`` (``X.T @ r``) it costs less,
-    and a result as large passes it on to the next such rule. For rules that pass ``g`` on or
-    contract it."""
-    for name in names.split():
-        RULES[name].takes_scaled = True
-
-
-def defbroadcast(name: str, *vjps):
-    """Register VJPs of ``name`` for a ``g`` that broadcasts to its output's shape (a
-    :class:`~arraygrad.rules.reuse.BroadcastGrad`'s small value), with the parameters of its
-    VJPs. Each result stands for itself broadcast to the output's shape: the engine sums it to
-    the argument's shape (a multiplication where it is constant along an axis)."""
-    rule = RULES[name]
-    if len(vjps) != len(rule.vjps) or any(
-            (vjp is None) != (main is None) or (vjp is not None and _signature(vjp, name)
-                                                != _signature(main, name))
-            for vjp, main in zip(vjps, rule.vjps)):
-        raise TypeError(f"rule {name!r}: broadcast VJPs must take the parameters of its VJPs")
-    rule.broadcast_vjps = tuple(vjps)
 
 
 def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,

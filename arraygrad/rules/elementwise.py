@@ -13,15 +13,13 @@ import cmath
 import inspect
 import math
 
-from ._core import (_REAL_NUMBERS, LINEAR, RULES, conj, defbroadcast, defscaled, defvjp,
-                    is_complex, nondifferentiable, sum_to)
-from .reuse import added, applied, broadcast_times, multiplied, reciprocal, times
+from ._core import _REAL_NUMBERS, LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
+from .reuse import added, applied, divided, multiplied, reciprocal, times
 
 
 def from_derivative(derivative):
-    """Return ``(vjp, jvp, broadcast_vjp)`` of a holomorphic elementwise op from its derivative
-    ``d(xp, <saved>...)``: the VJP is ``g * conj(d)`` (PyTorch's convention), the JVP ``t * d``;
-    the broadcast VJP takes a small ``g`` (``mean(exp(x))``'s) and lets the product broadcast it."""
+    """Return ``(vjp, jvp)`` of a holomorphic elementwise op from its derivative
+    ``d(xp, <saved>...)``: the VJP is ``g * conj(d)`` (PyTorch's convention), the JVP ``t * d``."""
     needed = list(inspect.signature(derivative).parameters.values())[1:]
 
     def vjp(xp, g, *saved):
@@ -30,14 +28,11 @@ def from_derivative(derivative):
     def jvp(xp, t, *saved):
         return t * derivative(xp, *saved)
 
-    def broadcast_vjp(xp, g, *saved):
-        return broadcast_times(g, conj(xp, derivative(xp, *saved)))
-
-    for function in (vjp, jvp, broadcast_vjp):
+    for function in (vjp, jvp):
         function.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp", "g")]
             + needed)
-    return vjp, jvp, broadcast_vjp
+    return vjp, jvp
 
 
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
@@ -65,9 +60,8 @@ UNARY = {
 }
 
 for _name, _derivative in UNARY.items():
-    _vjp, _jvp, _broadcast_vjp = from_derivative(_derivative)
+    _vjp, _jvp = from_derivative(_derivative)
     defvjp(_name, _vjp, jvps=(_jvp,))
-    defbroadcast(_name, _broadcast_vjp)
 
 
 defvjp("square", lambda xp, g, x: times(g, conj(xp, x), 2),  # 2 g x, in place in g
@@ -116,7 +110,7 @@ defvjp("subtract", lambda xp, g: g, vjp_subtract_x2, arrays="x1 x2", jvps=LINEAR
 
 
 defvjp("divide",
-       lambda xp, g, x2: g / conj(xp, x2),
+       lambda xp, g, x2: divided(g, conj(xp, x2)),
        vjp_divide_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t / x2, lambda xp, t, ans, x2: -t * ans / x2))
 
@@ -170,29 +164,6 @@ defvjp("pow",
        arrays="x1 x2",
        jvps=(lambda xp, t, x1, x2: t * _pow_base_derivative(xp, x1, x2),
              lambda xp, t, ans, x1, x2: t * _pow_exponent_derivative(xp, ans, x1, x2)))
-
-
-def _vjp_pow_base_broadcast(xp, g, x1, x2):
-    """``x1 ** c``'s VJP for a small ``g`` (``mean(r ** 2)``): the constant goes on ``g`` first,
-    so that one full-size product is made, ``(g * 2) * r``, as by hand."""
-    if not hasattr(x2, "shape") and x2 != 0 and x2 != 0.5:
-        return broadcast_times(g * conj(xp, x2), conj(xp, x1 if x2 == 2 else x1 ** (x2 - 1)))
-    return g * conj(xp, _pow_base_derivative(xp, x1, x2))
-
-
-# VJPs for a g that broadcasts to the output (sum's, mean's: a BroadcastGrad's value).
-defbroadcast("add", lambda xp, g: g, lambda xp, g: g)
-defbroadcast("subtract", lambda xp, g: g, lambda xp, g, x2_shape: -g)
-defbroadcast("negative", lambda xp, g: -g)
-defbroadcast("positive", lambda xp, g: g)
-defbroadcast("multiply",
-             lambda xp, g, x2: broadcast_times(g, conj(xp, x2)),
-             lambda xp, g, x1: broadcast_times(g, conj(xp, x1)))
-defbroadcast("divide",  # (x2's: summed to its shape by the engine, not first, as by divide's)
-             lambda xp, g, x2: g / conj(xp, x2),
-             lambda xp, g, ans, x2: broadcast_times(-g, conj(xp, ans / x2)))
-defbroadcast("pow", _vjp_pow_base_broadcast, RULES["pow"].vjps[1])
-defscaled("add subtract negative positive")
 
 
 def _share(xp, g, x1, x2, loses):
@@ -319,7 +290,7 @@ def _log_unless_zero(xp, x1, x2):
     return xp.where(x1 == 0, xp.zeros_like(log), log)
 
 
-_vjp_sinc, _jvp_sinc, _ = from_derivative(_sinc_derivative)
+_vjp_sinc, _jvp_sinc = from_derivative(_sinc_derivative)
 defvjp("sinc", _vjp_sinc, jvps=(_jvp_sinc,), standard=False, forward=sinc)
 defvjp("xlogy", lambda xp, g, x1, x2: g * conj(xp, _log_unless_zero(xp, x1, x2)),
        lambda xp, g, x1, x2: g * conj(xp, x1 / x2), arrays="x1 x2", standard=False,

@@ -4,7 +4,7 @@ extension's norms, and ``einsum`` (outside the standard)."""
 import functools
 import string
 
-from ._core import (MULTILINEAR, H, conj, defjoint, defscaled, defvjp, device_of, expand_reduced,
+from ._core import (MULTILINEAR, H, conj, defjoint, defvjp, device_of, expand_reduced,
                     is_complex, normalize_axis)
 
 
@@ -75,7 +75,6 @@ defvjp("matmul", vjp_matmul_x1, vjp_matmul_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t @ x2, lambda xp, t, x1: x1 @ t))
 defvjp("matrix_transpose", lambda xp, g: xp.matrix_transpose(g),
        jvps=(lambda xp, t: xp.matrix_transpose(t),))
-defscaled("matmul matrix_transpose")
 
 
 def jvp_vector_norm(xp, t, x, ans, *, axis=None, keepdims=False, ord=2):

@@ -1,6 +1,6 @@
 """Rules of the standard's manipulation functions: each VJP undoes the rearrangement."""
 
-from ._core import LINEAR, defjoint, defscaled, defvjp
+from ._core import LINEAR, defjoint, defvjp
 
 
 def _negate(shift):
@@ -72,7 +72,6 @@ defvjp("permute_dims", lambda xp, g, *, axes: xp.permute_dims(g, _inverse_permut
 defvjp("expand_dims", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="* axis",
        jvps=LINEAR)
 defvjp("squeeze", lambda xp, g, x_shape: xp.reshape(g, x_shape), params="axis", jvps=LINEAR)
-defscaled("reshape permute_dims expand_dims squeeze")
 defvjp("broadcast_to", lambda xp, g: g, params="shape", jvps=LINEAR)  # the engine sums
 defvjp("flip", lambda xp, g, *, axis=None: xp.flip(g, axis=axis), jvps=LINEAR)
 defvjp("roll", lambda xp, g, *, shift, axis=None: xp.roll(g, _negate(shift), axis=axis),

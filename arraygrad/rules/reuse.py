@@ -1,15 +1,19 @@
 """Memory reuse in backward. NumPy elides temporaries in ``a * b + c``; a backward pass makes
 as many, so rules reuse them explicitly, where reference counts prove nothing else can see them.
 The engine marks the gradient a VJP may overwrite (``_scratch``); only arrays of backends with
-the capability ``reuse_unshared`` ever qualify."""
+the capability ``reuse_unshared`` ever qualify.
+
+Gradients are arrays (``None`` the one symbolic zero): no lazy gradient kind. The gradient
+``sum`` and ``mean`` send back reaches the VJPs as the engine fits it, a read-only broadcast of
+one value; :func:`times` and :func:`divided` keep it one value where it meets a number and
+multiply an array by it in place, so that ``sum(0.5 * r ** 2 / n)`` costs one full-size
+product."""
 
 from __future__ import annotations
 
-import math
 import sys
 
-from ._core import (_REAL_NUMBERS, backends, broadcasts, forget_matmul_sums_types, host_reads,
-                    is_complex)
+from ._core import _REAL_NUMBERS, backends, forget_matmul_sums_types, host_reads
 
 _EXACT_REFCOUNTS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 """Reference counts tell who can see an array only where every reference is counted: CPython
@@ -74,12 +78,11 @@ class _Scratch:
     for all threads: it names an array only its own backward can reach, so another thread's
     VJP never holds it, and a race only loses a reuse."""
 
-    __slots__ = ("grad", "saved", "scales")
+    __slots__ = ("grad", "saved")
 
     def __init__(self):
         self.grad = None
         self.saved = ()  # the saved arrays that the running VJP may overwrite
-        self.scales = False  # broadcast VJPs may return a ScaledGrad (every input takes one)
 
 
 _scratch = _Scratch()
@@ -102,24 +105,25 @@ def large(a) -> bool:
     return nbytes.__class__ is int and nbytes >= REUSE_MIN_BYTES
 
 
-def large_shape(shape, dtype) -> bool:
-    """Whether an array of ``shape`` and ``dtype`` would be :func:`large` (False for lazy sizes:
-    a NaN or a None length)."""
-    itemsize = getattr(dtype, "itemsize", None)
-    if itemsize.__class__ is not int:
-        return False
-    try:
-        nbytes = math.prod(shape) * itemsize
-    except TypeError:  # a None length
-        return False
-    return nbytes.__class__ is int and nbytes >= REUSE_MIN_BYTES  # (a NaN length: a float)
-
-
 def _broadcast_one(g) -> bool:
     """Whether ``g`` is a large broadcast of the number 1 (what ``sum`` sends back from a
     scalar loss): multiplying by it changes nothing, so it can be skipped."""
     return (_EXACT_REFCOUNTS and reusable(g) and g.size >= ONES_MIN_SIZE and g.ndim > 0
             and not any(g.strides) and host_reads(g) and bool(g[(0,) * g.ndim] == 1))
+
+
+def _one_value(g) -> bool:
+    """Whether ``g`` is a broadcast of one value (no stride: what the engine makes of the
+    gradient ``sum`` and ``mean`` send back), of a backend with ``reuse_unshared``."""
+    return (g.__class__ not in _REAL_NUMBERS and reusable(g) and g.ndim > 0 and g.size > 0
+            and not any(g.strides))
+
+
+def _broadcast_value(g, value):
+    """An array of ``g``'s shape that is ``value`` (a scalar of ``g``'s backend) broadcast: a
+    read-only view of one element, as ``g`` is."""
+    raw = backends.of_array(g).raw
+    return raw.broadcast_to(raw.asarray(value), g.shape)
 
 
 def times(g, d, scale=None):
@@ -137,6 +141,10 @@ def times(g, d, scale=None):
             if scale is not None:  # a second pass over g, and still no new array
                 g *= scale
             return g
+    elif d.__class__ in _REAL_NUMBERS and _one_value(g):  # one value times a number: one
+        # value still, broadcast as g was (sum(0.5 * r ** 2)), instead of a full-size product
+        value = g[(0,) * g.ndim] * d
+        return _broadcast_value(g, value if scale is None else value * scale)
     if scale is not None:
         d = multiplied(d, scale)
     if g is not _scratch.grad and d.__class__ is g.__class__ and large(g) \
@@ -148,26 +156,6 @@ def times(g, d, scale=None):
         if private(d, 3) or _spent(d):
             d *= g
             return d
-    return g * d
-
-
-def broadcast_times(g, d):
-    """``g * d`` for a broadcast VJP, whose ``g`` is a small value that broadcasts to the output
-    (a :class:`BroadcastGrad`'s): small when ``d`` is a number; ``d`` itself when ``g`` is one 1
-    (a scalar loss's sum), as the result stands for itself broadcast; computed in place in ``d``
-    when ``g`` broadcasts to it and it is a fresh temporary passed as an expression or a saved
-    array only the running VJP holds."""
-    if d.__class__ is not g.__class__ or not large(d) or d.dtype != g.dtype:
-        return g * d
-    if g.size == 1 and reusable(g) and host_reads(g) and bool(g[(0,) * g.ndim] == 1):
-        return d
-    if _scratch.scales and g.size == 1 and g.ndim <= d.ndim and not is_complex(g):
-        return ScaledGrad(g, d)
-    # d's references: this argument, private's, getrefcount's; or d is a saved array that
-    # only the running VJP still holds.
-    if broadcasts(tuple(g.shape), tuple(d.shape)) and (private(d, 3) or _spent(d)):
-        d *= g
-        return d
     return g * d
 
 
@@ -188,6 +176,14 @@ def scaled(d, s):
         d *= s
         return d
     return d * s
+
+
+def divided(g, d):
+    """``g / d`` for a VJP (``x / n``'s ``g / n``): one value broadcast where ``g`` is one value
+    broadcast and ``d`` a Python number, as :func:`times` keeps it."""
+    if d.__class__ in _REAL_NUMBERS and d and _one_value(g):
+        return _broadcast_value(g, g[(0,) * g.ndim] / d)
+    return g / d
 
 
 def reciprocal(xp, d):
@@ -234,75 +230,3 @@ def _spent_operand(d, c) -> bool:
     the running VJP holds, and a real Python number (which keeps ``d``'s dtype)."""
     # (_spent first: only NumPy-like arrays, with dtype.kind, are ever in _scratch.saved.)
     return c.__class__ in _REAL_NUMBERS and large(d) and _spent(d) and d.dtype.kind in "fc"
-
-
-class IndexedGrad:
-    """A gradient that is zero but for one ``value`` at ``indices`` (a tuple of index arrays, as
-    ``nonzero`` gives; a whole-array ``max``'s): the engine adds it into another gradient in place
-    (``full[indices] += value``)
-    instead of materialising a full array of zeros and adding that. Rules return it only for
-    arrays of backends with ``reuse_unshared``; whatever reads a gradient (a rule, a hook, a
-    leaf's ``.grad``) gets :meth:`dense`."""
-
-    __slots__ = ("xp", "shape", "indices", "value", "dtype")
-
-    def __init__(self, xp, shape, indices, value):
-        self.xp, self.shape, self.indices, self.value = xp, shape, indices, value
-        self.dtype = value.dtype
-
-    def dense(self):
-        full = self.xp.zeros(self.shape, dtype=self.dtype)
-        return self.add_into(full)
-
-    def add_into(self, full):
-        """``full + self`` in ``full``'s memory (the caller owns it, NumPy-like)."""
-        full[self.indices] += self.value
-        return full
-
-
-class BroadcastGrad:
-    """A gradient that is ``value`` broadcast to ``shape`` (what ``sum`` and ``mean`` send
-    back), kept small: a rule with VJPs for such a ``g`` (``Rule.broadcast_vjps``: ``add``,
-    ``pow``...) computes on ``value``, so that ``mean(r ** 2)`` costs one full-size product,
-    ``(g * 2) * r``, instead of two; whatever else reads it gets :meth:`dense`. ``expand``: how
-    a backend makes it full-size (Dask spreads it over the input's chunks); else a broadcast."""
-
-    __slots__ = ("xp", "shape", "value", "dtype", "expand")
-
-    def __init__(self, xp, shape, value, expand=None):
-        self.xp, self.shape, self.value, self.expand = xp, shape, value, expand
-        self.dtype = value.dtype
-
-    def dense(self):
-        value = self.value
-        if value.ndim < len(self.shape):  # as an expand over the input's axes expects
-            value = self.xp.reshape(value, (1,) * (len(self.shape) - value.ndim)
-                                     + tuple(value.shape))
-        if self.expand is not None:
-            return self.expand(value)
-        return self.xp.broadcast_to(value, self.shape)
-
-
-class ScaledGrad:
-    """A gradient that is ``value`` times ``scale``, a real array of one element, of its dtype
-    and of no higher rank: in ``mean((X @ w - y) ** 2)``, ``r = X @ w - y`` times ``2 / n``.
-    Rules declared with ``defscaled`` (``subtract``, ``matmul``...) take ``value`` as their
-    ``g`` and the engine scales their results where they are smaller (``X.T @ r``), so that no
-    full-size product is made, as by hand; whatever else reads it gets :meth:`dense`."""
-
-    __slots__ = ("scale", "value", "shape", "dtype")
-
-    def __init__(self, scale, value):
-        self.scale, self.value = scale, value
-        self.shape, self.dtype = value.shape, value.dtype
-
-    def dense(self):
-        return self.value * self.scale
-
-
-def dense(grad):
-    """``grad`` as an array (an :class:`IndexedGrad`, :class:`BroadcastGrad` or
-    :class:`ScaledGrad` materialised)."""
-    cls = grad.__class__
-    return grad.dense() if cls is IndexedGrad or cls is BroadcastGrad or cls is ScaledGrad \
-        else grad

@@ -144,14 +144,13 @@ SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(
 
 
 def _rule(name, arguments, derivatives):
-    pairs = [(d, d) if getattr(d, "refused", False) else from_derivative(d)[:2]
+    pairs = [(d, d) if getattr(d, "refused", False) else from_derivative(d)
              for d in derivatives]
     return Rule(name, arguments.split(), [vjp for vjp, _ in pairs], jvps=[jvp for _, jvp in pairs])
 
 
 for _name, _derivative in UNARY.items():
-    _vjp, _jvp, _broadcast_vjp = from_derivative(_derivative)
+    _vjp, _jvp = from_derivative(_derivative)
     SPECIAL[_name] = Rule("special." + _name, ("x",), (_vjp,), jvps=(_jvp,))
-    SPECIAL[_name].broadcast_vjps = (_broadcast_vjp,)
 for _name, (_arguments, *_derivatives) in SEVERAL_ARGUMENTS.items():
     SPECIAL[_name] = _rule("special." + _name, _arguments, _derivatives)

@@ -9,9 +9,9 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from ._core import (LINEAR, conj, defbroadcast, defscaled, defvjp, device_of, expand_reduced,
-                    host_reads, is_complex, normalize_axis, sum_axes)
-from .reuse import BroadcastGrad, IndexedGrad, reusable, scaled
+from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
+                    normalize_axis, sum_axes)
+from .reuse import reusable, scaled
 
 
 def _count(shape, axis):
@@ -94,23 +94,8 @@ def _prod_weights(xp, x, axis):
     return xp.permute_dims(xp.reshape(others, moved_shape), inverse)
 
 
-def _spread(xp, g, x_shape, axis, keepdims):
-    """A small ``g`` that broadcasts to a reduction's output, as a broadcast of the input's shape
-    (the reduced axes reinserted), which stays small too: ``mean(sum(x, axis=1))``."""
-    ndim = len(x_shape)
-    out_ndim = ndim if keepdims else ndim - len(normalize_axis(axis, ndim))
-    if g.ndim < out_ndim:
-        g = xp.reshape(g, (1,) * (out_ndim - g.ndim) + tuple(g.shape))
-    return BroadcastGrad(xp, tuple(x_shape), expand_reduced(xp, g, axis, ndim, keepdims))
-
-
 defvjp("sum", vjp_sum, jvps=LINEAR)
 defvjp("mean", vjp_mean, jvps=LINEAR)
-defbroadcast("sum", lambda xp, g, x_shape, *, axis=None, keepdims=False:
-             _spread(xp, g, x_shape, axis, keepdims))
-defbroadcast("mean", lambda xp, g, x_shape, *, axis=None, keepdims=False:
-             _spread(xp, g / _mean_count(x_shape, axis), x_shape, axis, keepdims))
-defscaled("sum mean")
 
 
 def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
@@ -123,15 +108,16 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
         return g
     mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
     if g.size == 1 and x.size > 1 and reusable(x) and host_reads(x):
-        # One slice of a NumPy-like array (reuse_unshared): the gradient is sparse, so the
-        # engine adds the share at the extrema into the other gradients of x, instead of a
-        # full where() pass and a full addition. A NaN or inf share takes where(), for its
-        # NaNs everywhere.
+        # One slice of a NumPy-like array (reuse_unshared): the share is placed at the extrema
+        # of a zero array, instead of a cast, a sum and a product over the whole mask. A NaN or
+        # inf share takes the weights, for its NaNs everywhere.
         where = xp.nonzero(mask)
         if where[0].shape[0]:
             share = xp.reshape(g, ()) / where[0].shape[0]
             if bool(xp.isfinite(share)):
-                return IndexedGrad(xp, x.shape, where, share)
+                grad = xp.zeros(x.shape, dtype=share.dtype, device=device_of(x))
+                grad[where] = share
+                return grad
     weights = xp.astype(mask, g.dtype)
     count = sum_axes(xp, weights, normalize_axis(axis, x.ndim), keepdims=True)
     return scaled(weights, expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
