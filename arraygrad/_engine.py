@@ -29,7 +29,7 @@ from _thread import RLock as _RLock  # (what threading.RLock() returns, without 
 
 from . import _anomaly, _grad_mode
 from .errors import BackwardError, GradientError, NoRuleError
-from .rules import broadcasts, is_complex, is_complex_dtype, sum_axes
+from .rules import broadcasts, device_of, is_complex, is_complex_dtype, sum_axes
 from .rules import reuse as _reuse
 from .rules.reuse import _scratch, large, private
 
@@ -186,7 +186,7 @@ class Node:
             if keeps_none is not None and keeps_none(self):
                 g = tuple(grads)
             else:
-                device = next(getattr(grad, "device", None) for grad in grads if grad is not None)
+                device = next(device_of(grad) for grad in grads if grad is not None)
                 g = tuple(self._zeros(xp, i, device) if grad is None else grad
                           for i, grad in enumerate(grads))
         # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its

@@ -36,7 +36,6 @@ import importlib.util  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 import tracemalloc  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
@@ -46,7 +45,8 @@ import numpy as np  # noqa: E402
 
 
 def _harness():
-    """bench/__main__.py, loaded by its path, for ``best_times`` and ``machine``: this file also
+    """bench/__main__.py, loaded by its path, for ``best_times``, ``machine`` and
+    ``_memory_kib``: this file also
     runs as a script from outside the checkout (``bench.compare``), where ``bench`` is not a
     package on the path, and must not put the checkout's arraygrad on it."""
     spec = importlib.util.spec_from_file_location("_bench_harness",
@@ -843,14 +843,6 @@ def traced_peak_mib(function):
         tracemalloc.stop()
 
 
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def resident_peak_mib(function):
     """The growth of the resident high-water mark while ``function`` runs (Linux: freed memory
     handed back with malloc_trim, then the mark reset through /proc/self/clear_refs), or None
@@ -860,11 +852,11 @@ def resident_peak_mib(function):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         with open("/proc/self/clear_refs", "w") as clear:
             clear.write("5")
-        before = _status_kib("VmRSS")
+        before = HARNESS._memory_kib("VmRSS")
     except (OSError, RuntimeError, AttributeError):
         return None
     function()
-    return max(0.0, (_status_kib("VmHWM") - before) / 1024)
+    return max(0.0, (HARNESS._memory_kib("VmHWM") - before) / 1024)
 
 
 # ------------------------------------------------------------------------------ running
