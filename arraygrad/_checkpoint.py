@@ -61,7 +61,7 @@ def checkpoint(fn, *args, **kwargs):
     edges = tuple(inputs)
     # saved: a token, so that backward without retain_graph marks the node freed, and a second
     # backward raises as everywhere else
-    node = _engine.Node(_RULE, backend, edges, meta, (True,), {"segment": segment, "edges": edges},
+    node = _engine.Node.of_edges(_RULE, backend, edges, meta, (True,), {"segment": segment, "edges": edges},
                         len(outputs))
     for j, k in enumerate(positions):
         items[k] = Variable._make(items[k].data, backend, node, j)
@@ -120,7 +120,7 @@ class _Segment:
                     "pass them in, and change its inputs only after backward() (or change a "
                     "copy).")
         roots = [(output._edge, grad) for output, grad in zip(outputs, grads) if grad is not None]
-        capture = _engine.backward(roots, retain_graph=create_graph, create_graph=create_graph,
+        capture = _engine.backward(roots, create_graph, create_graph, Variable,
                                    capture=dict.fromkeys(self.edges), cut=True)
         return capture
 

@@ -220,11 +220,12 @@ def _transposed_vjp(node, tangents):
     from ._engine import backward
 
     capture = {(g._edge): None for g in gs}
-    backward([(total._edge, backend.raw.ones_like(total.data))], False, False, capture)
+    backward([(total._edge, backend.raw.ones_like(total.data))], False, False, Variable,
+             capture)
     results = [capture[g._edge] if capture[g._edge] is not None else backend.raw.zeros_like(g.data)
                for g in gs]
     return results[0] if n == 1 else tuple(results)
 
 
 def _output_meta(node, output_nr):
-    return node.meta[len(node.edges) + output_nr]
+    return node.meta[len(node.inputs) + output_nr]

@@ -14,13 +14,11 @@ import types
 
 from . import _grad_mode, _standard
 from ._engine import Node, accumulator
-from ._links import linked
 from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
                         Variable)
 from .errors import BackendError, GradientError
-from .rules import NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, no_rule, private
-from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
+from .rules import NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, no_rule
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
 from .rules.special import SPECIAL
@@ -124,6 +122,19 @@ class _Recorder:
         self.reads = _options_read(rule)
         # Python numbers become arrays here (the standard takes arrays only; rules read .ndim)
         self.arrays_only = name in _ARRAYS_ONLY_FUNCTIONS
+        # The fast path's calls: this many arrays by position (None: none such), then at most
+        # ``most_options`` options; Python numbers as operands where the function is elementwise.
+        self.arity = (len(rule.arrays) if rule is not None and rule.vjps is not None
+                      and not rule.sequence else None)
+        self.most_options = 0 if rule is None else min(
+            len(rule.params), self.positional - 1 if self.positional else len(rule.params))
+        self.numbers = name in _standard.ELEMENTWISE and not self.arrays_only
+        # What the node saves: (kind, index, a bit mask of the inputs whose VJPs read it).
+        self.saves = () if rule is None else tuple(
+            (kind, index, -1 if readers is None else sum(1 << i for i in readers))
+            for (kind, index), readers in zip(rule.sources, rule.users))
+        # dask's shapes may be unknown (NaN) where they depend on data: refused when recorded.
+        self.unknown_shapes = not backend.capabilities()["data_dependent_shapes"]
 
     # ------------------------------------------------------------------ argument handling
     def own(self, value):
@@ -243,54 +254,96 @@ class _Recorder:
         return value
 
     def record(self, inputs, raw_inputs, out, params):
-        """Wrap the raw result ``out``; record a Node when some input requires grad."""
+        """Wrap the raw result ``out``; record a Node when some input requires grad (and, for
+        one output, when it is inexact: integer outputs carry no gradient)."""
         backend = self.backend
-        coerce = backend.coerce
-        rule = self.rule
-        multiple = isinstance(out, (tuple, list))
-        outs = [coerce(o) for o in out] if multiple else [coerce(out)]
-        needs = _state.enabled and any(
-            v.__class__ is Variable and v._requires_grad for v in inputs)
-        if not needs:
-            results = [_make(o, backend, None, 0, False) for o in outs]
-            return _pack(out, results) if multiple else results[0]
-        if params and self.reads is not None:
-            params = self.options(params)
-        edges = tuple(v._edge if v.__class__ is Variable else None for v in inputs)
-        # (shape, dtype) of every array input, then of every output.
-        meta = [(tuple(r.shape), r.dtype) if hasattr(r, "shape") else None for r in raw_inputs]
-        meta.extend((tuple(o.shape), o.dtype) for o in outs)
+        if isinstance(out, (tuple, list)):
+            return self.record_several(inputs, raw_inputs, out, params)
+        if out.__class__ not in backend._plain_types:
+            out = backend.coerce(out)
+        if _state.enabled and backend.is_inexact(out.dtype):
+            for v in inputs:
+                if v.__class__ is Variable and v._requires_grad:
+                    return _make(out, backend, self.node(inputs, raw_inputs, [out], params,
+                                                         False), 0)
+        return _make(out, backend, None, 0, False)
+
+    def record_several(self, inputs, raw_inputs, out, params):
+        """``record`` for a function of several outputs (a tuple or list of arrays)."""
+        backend = self.backend
+        outs = [backend.coerce(o) for o in out]
+        node = None
+        if _state.enabled and any(v.__class__ is Variable and v._requires_grad for v in inputs):
+            node = self.node(inputs, raw_inputs, outs, params, True)
+        results = [_make(o, backend, node, i) if node is not None and backend.is_inexact(o.dtype)
+                   else _make(o, backend, None, 0, False) for i, o in enumerate(outs)]
+        return _pack(out, results)
+
+    def node(self, inputs, raw_inputs, outs, params, multiple):
+        """The Node of a call: per input, the node its gradient goes to; the inputs' and
+        outputs' shapes and dtypes; what the rule's VJPs read (None where only inputs that
+        need no gradient read it)."""
+        nodes, nrs, meta = [], [], []
+        needs = 0  # a bit mask of the inputs that need a gradient
+        for i, (v, r) in enumerate(zip(inputs, raw_inputs)):
+            if v.__class__ is Variable and v._requires_grad:
+                nodes.append(v.grad_fn or accumulator(v))
+                nrs.append(v._output_nr)
+                needs |= 1 << i
+            else:
+                nodes.append(None)
+                nrs.append(0)
+            meta.append(None if r.__class__ in _NUMBERS or not hasattr(r, "shape") else
+                        (tuple(r.shape), r.dtype))
         for o in outs:
-            if any(n is None or n != n for n in o.shape):
-                raise GradientError(
-                    f"{self.name} on backend {backend.name!r} gives an output of unknown shape "
-                    f"{tuple(o.shape)} (a data-dependent shape, which this backend cannot "
-                    "provide), so no gradient can flow through it. Detach its input, or make "
-                    "the shape known first (dask: .compute_chunk_sizes()).")
+            if self.unknown_shapes and any(n is None or n != n for n in o.shape):
+                raise _unknown_shape(self.name, self.backend, o)
+            meta.append((tuple(o.shape), o.dtype))
         saved = []
-        for (kind, index), readers in zip(rule.sources, rule.users):
-            if readers is not None and all(edges[i] is None for i in readers):
-                saved.append(None)  # only the gradient of an input that needs none reads it
+        for kind, index, readers in self.saves:
+            if not needs & readers:
+                saved.append(None)
             elif kind == "input":
                 saved.append(raw_inputs[index])
-            elif kind == "inputs":
-                saved.append(list(raw_inputs))
             elif kind == "ans":
                 saved.append(tuple(outs) if multiple else outs[0])
             elif kind == "shape":
                 saved.append(_shape(raw_inputs[index]))
+            elif kind == "inputs":
+                saved.append(list(raw_inputs))
             else:
                 saved.append([_shape(r) for r in raw_inputs])
-        node = Node(rule, backend, edges, meta, tuple(saved), params,
-                    len(outs) if multiple else 1)
-        results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
-        for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
-            if not backend.is_inexact(result._data.dtype):
-                result.grad_fn, result._requires_grad = None, False
-        return _pack(out, results) if multiple else results[0]
+        return Node(self.rule, self.backend, tuple(nodes), tuple(nrs), tuple(meta),
+                    tuple(saved), params, len(outs) if multiple else 1)
 
     # -------------------------------------------------------------------------- the calls
     def __call__(self, *args, **kwargs):
+        """The call, recorded. Fast where it needs no checks: the rule's arrays given by
+        position as Variables of this backend (or Python numbers, where elementwise), then plain
+        Python options the rule reads (``sin(x)``, ``sum(x, axis=1)``, ``x * 2``)."""
+        arity = self.arity
+        plain = not kwargs and len(args) == arity  # arrays and no option: the common case
+        if not plain and (arity is None or not arity <= len(args) <= arity + self.most_options
+                          or not _plain_options(args[arity:], kwargs, self.reads)):
+            return self.checked_call(args, kwargs)
+        backend, numbers = self.backend, self.numbers
+        raw_inputs = []
+        for value in args[:arity] if not plain else args:
+            if value.__class__ is Variable and value._backend is backend:
+                raw_inputs.append(value._data)
+            elif numbers and value.__class__ in _NUMBERS:
+                raw_inputs.append(value)
+            else:
+                return self.checked_call(args, kwargs)
+        if plain:
+            return self.record(args, raw_inputs, self.raw_function(*raw_inputs), None)
+        out = self.raw_function(*raw_inputs, *args[arity:], **kwargs)
+        params = dict(zip(self.rule.params, args[arity:]))
+        params.update(kwargs)
+        return self.record(args[:arity], raw_inputs, out, params)
+
+    def checked_call(self, args, kwargs):
+        """A call of any form: every argument checked, and made what the rule expects."""
         check_positional(self.name, self.positional, args, self.rule)
         rule = self.rule
         if kwargs:
@@ -350,6 +403,8 @@ class _Recorder:
         for name, value in zip(rule.arrays, raw_inputs):
             if name in keyword_inputs or (rule.sequence is False and value is None):
                 params[name] = value
+        if params and self.reads is not None:
+            params = self.options(params)
         return self.record(inputs, raw_inputs, out, params)
 
     def varargs(self, args):
@@ -400,6 +455,14 @@ def _options_read(rule):
             return None
         names.update(keywords)
     return frozenset(names)
+
+
+def _unknown_shape(name, backend, out):
+    return GradientError(
+        f"{name} on backend {backend.name!r} gives an output of unknown shape "
+        f"{tuple(out.shape)} (a data-dependent shape, which this backend cannot provide), so "
+        "no gradient can flow through it. Detach its input, or make the shape known first "
+        "(dask: .compute_chunk_sizes()).")
 
 
 def _array_like(value) -> bool:
@@ -519,140 +582,6 @@ def _plain_values(values) -> bool:
     return True
 
 
-def _one_array_fast(recorder):
-    """A faster path for one-array functions (``sin(x)``, ``sum(x, axis=1)``, ``reshape(x, s)``)
-    called on a Variable of this backend with plain Python options."""
-    backend, raw_function, rule = recorder.backend, recorder.raw_function, recorder.rule
-    sources, names = rule.sources, rule.params
-    coerce, plain = backend.coerce, backend._plain_types
-    general = recorder.__call__
-    options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
-    reads = recorder.reads
-    # Into its argument only where the rule in force (a plugin may override it) never reads it.
-    in_place = (recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
-                and all(kind != "input" for kind, _ in sources))
-    saves = sources[0][0] if len(sources) == 1 else None  # exp's ans, sin's x: picked inline
-
-    def function(x, /, *args, **kwargs):
-        if x.__class__ is not Variable or x._backend is not backend or (
-                (args or kwargs) and (len(args) > options or
-                                      not _plain_options(args, kwargs, reads))):
-            return general(x, *args, **kwargs)
-        data = x._data
-        if in_place and not (args or kwargs) and (x.grad_fn or not x._requires_grad) and (
-                temporary_argument(x, data)):  # xp.exp(a - b): into the temporary a - b
-            out = raw_function(data, out=data)
-        else:
-            out = raw_function(data, *args, **kwargs)
-        if out.__class__ not in plain:
-            out = coerce(out)
-        if not (x._requires_grad and _state.enabled):
-            return _make(out, backend, None, 0, False)
-        params = None
-        if args:
-            params = dict(zip(names, args))
-            params.update(kwargs)
-        elif kwargs:  # (a fresh dict each call: the node may keep it)
-            params = kwargs
-        grad_fn, dtype = x.grad_fn, out.dtype
-        node = linked(rule, backend, grad_fn or accumulator(x), x._output_nr if grad_fn else 0,
-                      False, 0, ((data.shape, data.dtype), (out.shape, dtype)),
-                      (out,) if saves == "ans" else (data,) if saves == "input" else
-                      _save_unary(sources, data, out), params)
-        # x is inexact: a result of its very dtype is too (not so astype(x, int32)'s).
-        if not (dtype is data.dtype or backend.is_inexact(dtype)):
-            return _make(out, backend, None, 0, False)
-        return _make(out, backend, node, 0)
-
-    return function
-
-
-def _save_unary(sources, data, out):
-    if not sources:
-        return ()
-    if len(sources) == 1:  # the common case (exp saves ans, sin saves x), without a loop
-        kind = sources[0][0]
-        return (out if kind == "ans" else data if kind == "input" else tuple(data.shape),)
-    return tuple(out if kind == "ans" else data if kind == "input" else tuple(data.shape)
-                 for kind, _ in sources)
-
-
-_TWO_ARRAYS_NO_OPTIONS = frozenset(("matmul", "linalg.matmul", "linalg.outer"))
-"""Functions of the standard besides the elementwise ones that take two arrays and no option:
-the fast path of :func:`_binary_fast` serves them too (``xp.matmul(X, W)``)."""
-
-
-def _saved_picker(sources, users, needs):
-    """``(out, ra, rb, None) -> saved`` for a two-input node whose inputs in ``needs`` ({0},
-    {1} or {0, 1}) require grad: per saved name its value, or None where only the gradient of
-    an input that needs none reads it. One ``itemgetter`` unless a shape is saved."""
-    positions, shapes = [], []
-    for (kind, index), readers in zip(sources, users):
-        if not needs.intersection(readers):
-            positions.append(3)
-        elif kind == "ans":
-            positions.append(0)
-        else:  # an input, or its shape
-            if kind == "shape":
-                shapes.append(len(positions))
-            positions.append(1 + index)
-    if shapes == [0] and len(positions) == 1:  # subtract's x2_shape: no loop
-        (position,) = positions
-        return lambda values: (_shape(values[position]),)
-    if shapes:
-        return lambda values: tuple(_shape(values[p]) if k in shapes else values[p]
-                                    for k, p in enumerate(positions))
-    if len(positions) == 1:  # itemgetter of one position gives the item, not a tuple
-        (position,) = positions
-        return lambda values: (values[position],)
-    return operator.itemgetter(*positions) if positions else lambda values: ()
-
-
-def _binary_fast(recorder, raw_function, reflected=False):
-    """A faster path for functions of two arrays and no options (``x * y``, ``2 * x``,
-    ``matmul``) and for the operators."""
-    backend, rule = recorder.backend, recorder.rule
-    sources = rule.sources
-    users = [range(2) if readers is None else readers for readers in rule.users]
-    coerce, plain = backend.coerce, backend._plain_types
-    operand = recorder.operand
-    # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
-    pickers = [None] + [_saved_picker(sources, users, needs) for needs in ({0}, {1}, {0, 1})]
-
-    def function(a, b, /):
-        if reflected:
-            a, b = b, a
-        # operand() checks backends and raw arrays; Variables of ours and Python numbers skip it.
-        ra = a._data if a.__class__ is Variable and a._backend is backend else (
-            a if a.__class__ in _NUMBERS else operand(a, 0))
-        rb = b._data if b.__class__ is Variable and b._backend is backend else (
-            b if b.__class__ in _NUMBERS else operand(b, 1))
-        out = raw_function(ra, rb)
-        if out.__class__ not in plain:
-            out = coerce(out)
-        needs_a = a.__class__ is Variable and a._requires_grad
-        needs_b = b.__class__ is Variable and b._requires_grad
-        if not ((needs_a or needs_b) and _state.enabled):
-            return _make(out, backend, None, 0, False)
-        saved = pickers[needs_a + 2 * needs_b]((out, ra, rb, None))
-        dtype = out.dtype
-        # Each input's node: its grad_fn (and output number), or a leaf's AccumulateGrad.
-        first = (a.grad_fn or accumulator(a)) if needs_a else None
-        second = (b.grad_fn or accumulator(b)) if needs_b else None
-        first_nr = a._output_nr if needs_a and a.grad_fn else 0
-        second_nr = b._output_nr if needs_b and b.grad_fn else 0
-        node = linked(rule, backend, first, first_nr, second, second_nr,
-                      ((ra.shape, ra.dtype) if needs_a else None,
-                       (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),
-                      saved, None)
-        # An input that requires grad is inexact: a result of its very dtype is too.
-        if not (needs_a and dtype is ra.dtype or backend.is_inexact(dtype)):
-            return _make(out, backend, None, 0, False)
-        return _make(out, backend, node, 0)
-
-    return function
-
-
 def _plain(backend, name, raw_function, constant_inputs=False):
     """A function whose results never require grad: comparisons, argmax, constructors..."""
     recorder = _Recorder(backend, name, raw_function, None)
@@ -720,13 +649,7 @@ def build_namespace(backend) -> Namespace:
         else:
             rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
             recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
-            if _is_one_array(rule):
-                function = _one_array_fast(recorder)
-            elif rule.arrays == ("x1", "x2") and (name in _standard.ELEMENTWISE
-                                                  or name in _TWO_ARRAYS_NO_OPTIONS):
-                function = _binary_fast(recorder, raw_function)
-            else:
-                function = _calling(recorder)
+            function = _calling(recorder)
         _install(ns, name, function, raw_function)
     _install_specials(ns, backend, recorders)
     ns.pad = pad  # not in the standard; xarray's rolling windows call xp.pad
@@ -776,19 +699,15 @@ def _build_special(backend):
         raw_function = getattr(raw_special, name, None)
         if raw_function is not None:
             recorder = _Recorder(backend, rule.name, raw_function, rule)
-            function = _one_array_fast(recorder) if _is_one_array(rule) else _calling(recorder)
+            function = _calling(recorder)
             function.__name__ = function.__qualname__ = name
             function.__doc__ = getattr(raw_function, "__doc__", None)
             setattr(special, name, function)
     return special
 
 
-def _is_one_array(rule):
-    return rule.vjps is not None and rule.arrays == ("x",) and rule.outputs == 1 and (
-        not rule.sequence) and all(kind in ("ans", "input", "shape") for kind, _ in rule.sources)
-
-
 def _calling(recorder):
+    """The recorder as a plain function, to take the backend function's name and docs."""
     def function(*args, **kwargs):
         return recorder(*args, **kwargs)
     return function
@@ -876,15 +795,10 @@ def _install_specials(ns, backend, recorders):
             index = raw_asarray(unwrap(key), dtype=raw.int64)
         return index
 
-    def raw_setitem(x, value, key):
+    def raw_setitem(x, value, key, owned=False):
         if _writes_nothing(x, value, key):  # x as it is, shared: nothing ever writes into an
             return x  # array that two Variables hold (below)
-        # Copy-on-write, except where reference counts prove that only the Variable being
-        # assigned sees x: then in place, as NumPy code expects (SciPy's at(z, i).set(nan)).
-        # x's references: that Variable's data, the recorder's raw_inputs, the slice of it and
-        # the argument tuple of this call, this argument, private's, getrefcount's. Anything
-        # else holding x (a node that saved it, a user's name) is one more: then a copy.
-        if not private(x, 7):
+        if not owned:  # copy-on-write: whatever holds x keeps its value
             x = raw_asarray(x, copy=True)
         try:
             return backend.set_index(x, key, value)
@@ -905,11 +819,15 @@ def _install_specials(ns, backend, recorders):
         return backend.is_inexact(x.dtype) and selects_nothing(raw, key, x.shape)
 
     setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
+    keeps_x = any(kind == "inputs" or kind == "input" and index == 0
+                  for kind, index in setitem.rule.sources)
 
-    def _setitem(x, key, value):
+    def _setitem(x, key, value, owned=False):
+        """``x[key] = value``, recorded; into ``x``'s own array where the caller ``owned`` it
+        (nothing else holds it) and the setitem rule does not save it."""
         if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
             key = _list_key(key)  # as in _getitem: the rule sees repeated positions
-        return setitem(x, value, key=key)
+        return setitem(x, value, key=key, owned=owned and not keeps_x)
 
     to_device = _Recorder(backend, "to_device", raw_to_device, RULES["to_device"])
 
@@ -954,8 +872,8 @@ def _operators(ns, backend, recorders):
         elif not takes_scalars:
             raw_function = _scalar_operand(backend.raw, raw_function, raw_operator)
         if name in recorders:
-            table[name] = _binary_fast(recorders[name], raw_function)
-            table["r" + name] = _binary_fast(recorders[name], raw_function, reflected=True)
+            recorder = table[name] = _Recorder(backend, name, raw_function, recorders[name].rule)
+            table["r" + name] = lambda a, b, recorder=recorder: recorder(b, a)
         else:
             plain = _plain(backend, name, raw_function)
             table[name] = plain

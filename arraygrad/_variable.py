@@ -14,6 +14,7 @@ import warnings
 import weakref
 
 from . import _engine, _grad_mode, _numpy_protocol
+from ._buffers import take
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
 from ._standard import DTYPES, FUNCTIONS
@@ -293,7 +294,7 @@ class Variable:
                 raise BackendError(
                     f"cannot assign a .grad of backend {value._backend.name!r} to a Variable of "
                     f"backend {self._backend.name!r}")
-            _engine._check_same(value, self, "the assigned .grad")
+            _engine.check_same(value, self, "the assigned .grad")
         self._grad = value
 
     @property
@@ -328,7 +329,7 @@ class Variable:
         if retain_graph is None:
             retain_graph = create_graph
         grad = self._seed(gradient, create_graph)
-        _engine.backward([(edge, grad)], retain_graph, create_graph)
+        _engine.backward([(edge, grad)], retain_graph, create_graph, Variable)
 
     def _seed(self, gradient, create_graph, what="backward(): the gradient",
               output="the output"):
@@ -777,8 +778,19 @@ class Variable:
         if view is not None and view[1] is key and _base(view) is self:
             return  # x[key] op= y: the view x[key] has already written itself back
         self._inplace_check("__setitem__")
-        result = self._backend.ns._setitem(self, key, value)
+        result = self._backend.ns._setitem(self, key, value, self._owns_data())
         self._inplace_assign(result, "__setitem__")
+
+    def _owns_data(self) -> bool:
+        """Whether nothing but this Variable holds its array (no view, no saved value, no
+        user's name), so that a write into it is seen by no one else."""
+        holder, owned = [self._data], None
+        self._data = None
+        try:
+            owned = take(holder, 0, min_bytes=0)  # a copy costs as much as the write saves
+        finally:
+            self._data = holder[0] if owned is None else owned
+        return owned is not None
 
     def __getitem__(self, key):
         result = self._backend.ns._getitem(self, key)
@@ -1019,7 +1031,6 @@ class Variable:
         return self._backend.to_numpy(self.data).tolist()
 
 
-_engine.use_variable_type(Variable)  # the engine wraps values for create_graph through it
 
 
 def _scipy_without_array_api(frame) -> bool:

@@ -44,15 +44,31 @@ replaced by its tangent (the others' values are those its VJP saved)."""
 _JVP_KINDS = (LINEAR, TRANSPOSE, MULTILINEAR)
 
 
-class Rule:
+class RuleInterface:
+    """What the engine asks of every rule, beyond its VJPs: the defaults of an ordinary one.
+    Custom Functions' rules (``_function``) answer otherwise."""
+
+    __slots__ = ()
+
+    def keeps_none(self, node) -> bool:
+        """Whether the VJP takes None, not zeros, for an output that got no gradient."""
+        return False
+
+    def saved_tensors_of(self, node):
+        """``grad_fn.saved_tensors``: only custom Functions' nodes have them."""
+        raise AttributeError(f"{self.display} has no saved_tensors: only the nodes of custom "
+                             "Functions (ag.Function, custom_vjp, custom_jvp) have")
+
+
+class Rule(RuleInterface):
     """The differentiation rule of one function: its array arguments, their VJPs and JVPs."""
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "joint_times_g", "forward")
+                 "pickers", "users", "positional", "forward")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
-                 outputs=1, joint_times_g=False, forward=None):
+                 outputs=1, forward=None):
         self.name = name
         # forward(xp, *arrays, **options): the function made of the standard's functions, for
         # one outside the standard that every backend can compute (logsumexp); None: the
@@ -72,9 +88,6 @@ class Rule:
         self.positional = params[:star]
         self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
         self.joint = joint
-        # A joint VJP whose last use of g is one rules.times call: the engine lets that call
-        # overwrite g (it never lets other joint VJPs, which read g for several results).
-        self.joint_times_g = joint_times_g
         # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR, TRANSPOSE
         # or MULTILINEAR.
         self.jvps = jvps if jvps in _JVP_KINDS else tuple(jvps)
@@ -310,6 +323,20 @@ def host_reads(x) -> bool:
     return backend is None or backend.capabilities()["host_reads"]
 
 
+def capable(x, capability: str) -> bool:
+    """Whether the backend of ``x`` declares ``capability`` (cached per array type)."""
+    key = (x.__class__, capability)
+    answer = _capabilities.get(key)
+    if answer is None:
+        backend = backends.of_array(x)
+        answer = _capabilities[key] = (
+            backend is not None and bool(backend.capabilities().get(capability)))
+    return answer
+
+
+_capabilities: dict = {}  # {(array type, capability): the backend's answer}
+
+
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of non-negative ints (None means every axis); remembered, as
     every reduction's VJP asks it on every backward."""
@@ -422,8 +449,10 @@ def _ones_of(xp, kind, shape, dtype):
     return ones
 
 
-def forget_matmul_sums_types():
-    """Drop the cached answers of :func:`sum_axes`: the registered backends changed."""
+def forget_capabilities():
+    """Drop the cached answers of :func:`capable` and :func:`sum_axes`: the registered backends
+    changed."""
+    _capabilities.clear()
     _matmul_sums_types.clear()
     _sum_plans.clear()
     _ones.clear()

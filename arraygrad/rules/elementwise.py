@@ -13,8 +13,7 @@ import cmath
 import inspect
 import math
 
-from ._core import _REAL_NUMBERS, LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
-from .reuse import added, applied, divided, multiplied, reciprocal, times
+from ._core import LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
 
 
 def from_derivative(derivative):
@@ -23,7 +22,7 @@ def from_derivative(derivative):
     needed = list(inspect.signature(derivative).parameters.values())[1:]
 
     def vjp(xp, g, *saved):
-        return times(g, conj(xp, derivative(xp, *saved)))
+        return g * conj(xp, derivative(xp, *saved))
 
     def jvp(xp, t, *saved):
         return t * derivative(xp, *saved)
@@ -38,25 +37,25 @@ def from_derivative(derivative):
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
     "exp": lambda xp, ans: ans,
-    "expm1": lambda xp, ans: added(ans, 1),
-    "log": lambda xp, x: reciprocal(xp, x),
-    "log1p": lambda xp, x: reciprocal(xp, added(x, 1)),
-    "log2": lambda xp, x: reciprocal(xp, multiplied(x, math.log(2))),
-    "log10": lambda xp, x: reciprocal(xp, multiplied(x, math.log(10))),
+    "expm1": lambda xp, ans: ans + 1,
+    "log": lambda xp, x: 1 / x,
+    "log1p": lambda xp, x: 1 / (x + 1),
+    "log2": lambda xp, x: 1 / (x * math.log(2)),
+    "log10": lambda xp, x: 1 / (x * math.log(10)),
     "sqrt": lambda xp, ans: 0.5 / ans,
     "reciprocal": lambda xp, ans: -(ans * ans),
-    "sin": lambda xp, x: applied(xp.cos, x),
+    "sin": lambda xp, x: xp.cos(x),
     "cos": lambda xp, x: -xp.sin(x),
     "tan": lambda xp, ans: 1 + ans * ans,
-    "asin": lambda xp, x: reciprocal(xp, xp.sqrt(1 - x * x)),
-    "acos": lambda xp, x: reciprocal(xp, -xp.sqrt(1 - x * x)),
-    "atan": lambda xp, x: reciprocal(xp, 1 + x * x),
-    "sinh": lambda xp, x: applied(xp.cosh, x),
-    "cosh": lambda xp, x: applied(xp.sinh, x),
+    "asin": lambda xp, x: 1 / xp.sqrt(1 - x * x),
+    "acos": lambda xp, x: -1 / xp.sqrt(1 - x * x),
+    "atan": lambda xp, x: 1 / (1 + x * x),
+    "sinh": lambda xp, x: xp.cosh(x),
+    "cosh": lambda xp, x: xp.sinh(x),
     "tanh": lambda xp, ans: 1 - ans * ans,
-    "asinh": lambda xp, x: reciprocal(xp, xp.sqrt(x * x + 1)),
-    "acosh": lambda xp, x: reciprocal(xp, xp.sqrt(x - 1) * xp.sqrt(x + 1)),
-    "atanh": lambda xp, x: reciprocal(xp, 1 - x * x),
+    "asinh": lambda xp, x: 1 / xp.sqrt(x * x + 1),
+    "acosh": lambda xp, x: 1 / (xp.sqrt(x - 1) * xp.sqrt(x + 1)),
+    "atanh": lambda xp, x: 1 / (1 - x * x),
 }
 
 for _name, _derivative in UNARY.items():
@@ -64,7 +63,7 @@ for _name, _derivative in UNARY.items():
     defvjp(_name, _vjp, jvps=(_jvp,))
 
 
-defvjp("square", lambda xp, g, x: times(g, conj(xp, x), 2),  # 2 g x, in place in g
+defvjp("square", lambda xp, g, x: g * (2 * conj(xp, x)),
        jvps=(lambda xp, t, x: t * (2 * x),))
 
 
@@ -78,7 +77,7 @@ def _sgn(xp, x):
 
 defvjp("abs", lambda xp, g, x: g * _sgn(xp, x),
        jvps=(lambda xp, t, x: xp.real(t * conj(xp, _sgn(xp, x))) if is_complex(x) else t * xp.sign(x),))
-defvjp("negative", lambda xp, g: times(g, -1), jvps=LINEAR)
+defvjp("negative", lambda xp, g: -g, jvps=LINEAR)
 defvjp("positive", lambda xp, g: g, jvps=LINEAR)
 defvjp("conj", lambda xp, g: conj(xp, g), jvps=LINEAR)
 defvjp("real", lambda xp, g: g, jvps=LINEAR)
@@ -87,30 +86,30 @@ defvjp("imag", lambda xp, g: g * 1j, jvps=LINEAR)
 # Binary functions: one VJP per argument.
 defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2", jvps=LINEAR)
 defvjp("multiply",
-       lambda xp, g, x2: times(g, conj(xp, x2)),
-       lambda xp, g, x1: times(g, conj(xp, x1)), arrays="x1 x2",
+       lambda xp, g, x2: g * conj(xp, x2),
+       lambda xp, g, x1: g * conj(xp, x1), arrays="x1 x2",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
     to its shape first, so that only one full-size temporary is made."""
     shape = tuple(getattr(x2, "shape", ()))
     if shape != tuple(ans.shape):
-        return -sum_to(xp, times(g, conj(xp, ans)), shape) / conj(xp, x2)
-    return times(g, conj(xp, ans / -x2))
+        return -sum_to(xp, g * conj(xp, ans), shape) / conj(xp, x2)
+    return g * conj(xp, ans / -x2)
 
 
 def vjp_subtract_x2(xp, g, x2_shape):
     """``-g``, summed first where ``x2`` was broadcast (``x - mean``)."""
     if tuple(x2_shape) != tuple(g.shape):
         return -sum_to(xp, g, x2_shape)
-    return times(g, -1)
+    return -g
 
 
 defvjp("subtract", lambda xp, g: g, vjp_subtract_x2, arrays="x1 x2", jvps=LINEAR)
 
 
 defvjp("divide",
-       lambda xp, g, x2: divided(g, conj(xp, x2)),
+       lambda xp, g, x2: g / conj(xp, x2),
        vjp_divide_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t / x2, lambda xp, t, ans, x2: -t * ans / x2))
 
@@ -153,9 +152,7 @@ def _pow_exponent_derivative(xp, ans, x1, x2):
 
 
 def _vjp_pow_base(xp, g, x1, x2):
-    if x2.__class__ in _REAL_NUMBERS and x2 == 2:  # the common square: 2 g x, in place in g
-        return times(g, conj(xp, x1), 2)
-    return times(g, conj(xp, _pow_base_derivative(xp, x1, x2)))
+    return g * conj(xp, _pow_base_derivative(xp, x1, x2))
 
 
 defvjp("pow",

@@ -9,9 +9,8 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
+from ._core import (LINEAR, capable, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
                     normalize_axis, sum_axes)
-from .reuse import reusable, scaled
 
 
 def _count(shape, axis):
@@ -107,7 +106,7 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
     if not x.ndim:
         return g
     mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
-    if g.size == 1 and x.size > 1 and reusable(x) and host_reads(x):
+    if g.size == 1 and x.size > 1 and capable(x, "reuse_unshared") and host_reads(x):
         # One slice of a NumPy-like array (reuse_unshared): the share is placed at the extrema
         # of a zero array, instead of a cast, a sum and a product over the whole mask. A NaN or
         # inf share takes the weights, for its NaNs everywhere.
@@ -120,7 +119,7 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
                 return grad
     weights = xp.astype(mask, g.dtype)
     count = sum_axes(xp, weights, normalize_axis(axis, x.ndim), keepdims=True)
-    return scaled(weights, expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
+    return weights * (expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
 
 
 for _name in ("max", "min"):
@@ -134,7 +133,7 @@ def vjp_var(xp, g, x, *, axis=None, correction=0.0, keepdims=False):
     full-size product, computed in place."""
     g = expand_reduced(xp, g, axis, x.ndim, keepdims)
     centred = _centred(xp, x, axis)
-    return scaled(centred, g * 2 / (_count(x.shape, axis) - correction))
+    return centred * (g * 2 / (_count(x.shape, axis) - correction))
 
 
 def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
@@ -142,7 +141,7 @@ def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
     taken on the reduced shape first: one full-size product, computed in place."""
     g = expand_reduced(xp, g, axis, x.ndim, keepdims)
     centred = _centred(xp, x, axis)
-    return scaled(centred, g * _std_scale(xp, x, ans, axis, correction, keepdims))
+    return centred * (g * _std_scale(xp, x, ans, axis, correction, keepdims))
 
 
 defvjp("var", vjp_var,
