@@ -43,6 +43,7 @@ def checkpoint(fn, *args, **kwargs):
     if not _grad_mode.state.enabled:
         return fn(*args, **kwargs)
     random_states = _random_states()
+    since = _grad_mode.serial()
     with _engine.new_nodes() as created:
         result = fn(*args, **kwargs)
     items, rebuild = _flatten(result)
@@ -53,7 +54,7 @@ def checkpoint(fn, *args, **kwargs):
     if not positions:  # nothing recorded reaches the outputs: nothing to save
         return result
     outputs = [items[k] for k in positions]
-    inputs = _inputs(outputs, internal)
+    inputs = _inputs(outputs, internal, since)
     backend = outputs[0]._backend
     segment = _Segment(fn, args, kwargs, positions, inputs, random_states,
                        [_fingerprint(o) for o in outputs])
@@ -93,6 +94,7 @@ class _Segment:
                     "in place after the forward pass, so its recomputation would give other "
                     "values. Change it only after backward(), or on a copy.")
         create_graph = _grad_mode.state.enabled  # the engine sets the mode to create_graph
+        since = _grad_mode.serial()
         with _grad_mode.enable_grad(), _restored(self.random_states), \
                 _engine.new_nodes() as created:
             result = self.fn(*self.args, **self.kwargs)
@@ -101,7 +103,7 @@ class _Segment:
         del created
         outputs = [items[k] if k < len(items) else None for k in self.positions]
         if not all(isinstance(o, Variable) and o.grad_fn in internal for o in outputs) or \
-                set(_inputs(outputs, internal)) != self.edges:
+                set(_inputs(outputs, internal, since)) != self.edges:
             raise BackwardError(
                 f"checkpoint: run again for backward, the function {_name(self.fn)} recorded "
                 "another graph than in the forward pass (other outputs, or other inputs "
@@ -134,9 +136,11 @@ def _joint(xp, g, *token, segment, edges):
 _RULE = Rule("checkpoint", (), (), joint=_joint)
 
 
-def _inputs(outputs, internal) -> dict:
+def _inputs(outputs, internal, since) -> dict:
     """``{edge: (shape, dtype)}`` for every edge from a node of the segment to one outside it
-    (an argument, a Variable read from outside, a leaf), in a fixed order."""
+    (an argument, a Variable read from outside, a leaf), in a fixed order. The leaves that a
+    transform inside the segment made (after the serial number ``since``) are the segment's
+    own."""
     found: dict = {}
     seen = set()
     stack = []
@@ -156,6 +160,9 @@ def _inputs(outputs, internal) -> dict:
                 if child not in seen:
                     seen.add(child)
                     stack.append(child)
+            elif isinstance(child, _engine.AccumulateGrad) and _grad_mode.made_since(
+                    child.variable, since):
+                continue
             elif edge not in found:
                 if meta is not None and meta[i] is not None:
                     found[edge] = meta[i]
