@@ -4,7 +4,10 @@
 They take raw backend arrays or Variables, alone or in pytrees (nested tuples, lists, dicts and
 namedtuples; ``None`` is an empty subtree), and give results of the same structure. Raw arrays
 in give raw arrays out; Variables in give Variables out, still connected to the graph, so that
-transforms nest (``hessian`` is ``jacfwd(jacrev(f))``, as in JAX and ``torch.func``).
+transforms nest (``hessian`` is ``jacfwd(jacrev(f))``, as in JAX and ``torch.func``): an inner
+transform's results are Variables recorded as functions of every outer Variable they depend on,
+however it enters (argument, keyword, closure, tangent, cotangent). An output that depends on
+no input (a number, a raw array) has zero derivatives, as in JAX.
 """
 
 from __future__ import annotations
@@ -177,15 +180,30 @@ def _aux_out(aux, connected, raw):
         for a in leaves])
 
 
-def _outputs(out, transform):
-    """The leaves of ``f``'s output (each a Variable) and its structure."""
+def _outputs(out, wrts, transform):
+    """The leaves of ``f``'s output, each a Variable (a constant where ``f`` returned a raw
+    array or a number), and its structure."""
     leaves, structure = _pytree.flatten(out)
-    for leaf, path in zip(leaves, _pytree.paths(structure, "output")):
-        if not isinstance(leaf, Variable):
-            where = "" if structure is _pytree.LEAF else f" at {path}"
-            raise TypeError(f"{transform}(): f returned {_describe(leaf)}{where}, not an array "
-                            "computed from its inputs through the differentiable namespace")
-    return leaves, structure
+    paths = _pytree.paths(structure, "output")
+    return [_output(leaf, wrts, transform, "" if structure is _pytree.LEAF else f" at {path}")
+            for leaf, path in zip(leaves, paths)], structure
+
+
+def _output(value, wrts, transform, where=""):
+    """``value``, which ``f`` returned, as a Variable: a raw array or a Python number depends
+    on no input, so it is a constant (its derivatives are zeros, as in JAX and HIPS autograd),
+    on the inputs' backend for a number."""
+    if isinstance(value, Variable):
+        return value
+    like = next((v for w in wrts for v in w.leaves), None)
+    try:
+        if isinstance(value, (bool, int, float, complex)) and like is not None:
+            return Variable(like._backend.raw.asarray(value))
+        return Variable(value)
+    except Exception:  # noqa: BLE001  (not an array of a registered backend)
+        raise TypeError(f"{transform}(): f returned {_describe(value)}{where}, not an array "
+                        "(a Variable computed from its inputs, a constant array or a "
+                        "number)") from None
 
 
 def _zeros(like):
@@ -217,7 +235,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
                 "grad(has_aux=True) needs f to return a pair (output, aux), got "
                 f"{_describe(result)}")
         value, aux = result if has_aux else (result, None)
-        if not isinstance(value, Variable) or value.size != 1:
+        value = _output(value, wrts, "grad")
+        if value.size != 1:
             raise BackwardError(
                 f"grad() needs f to return a single-element Variable, got "
                 f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
@@ -266,7 +285,7 @@ def vjp(f, *primals, has_aux=False):
     _callable(f, "vjp")
     call, _, wrts = _prepare(primals, tuple(range(len(primals))), "vjp")
     out, aux = _split_aux(f(*call), has_aux, "vjp")
-    outs, structure = _outputs(out, "vjp")
+    outs, structure = _outputs(out, wrts, "vjp")
     inputs = [v for w in wrts for v in w.leaves]
     create_graph = _connected(wrts, outs, primals)
 
@@ -380,7 +399,7 @@ def jvp(f, primals, tangents, has_aux=False):
     _callable(f, "jvp")
     call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp")
     out, aux = _split_aux(f(*call), has_aux, "jvp")
-    outs, structure = _outputs(out, "jvp")
+    outs, structure = _outputs(out, wrts, "jvp")
     connected = _connected(wrts, outs, primals, tangents)
     pushed = _push(outs, inputs, given, connected)
     raw = _all_raw(wrts)
@@ -400,8 +419,8 @@ def hvp(f, primals, tangents):
     ``torch.autograd.functional.hvp``)."""
     _callable(f, "hvp")
     call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "hvp")
-    value = f(*call)
-    if not isinstance(value, Variable) or value.size != 1:
+    value = _output(f(*call), wrts, "hvp")
+    if value.size != 1:
         raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
                             f"{getattr(value, 'shape', type(value).__name__)}")
     connected = _connected(wrts, [value], primals, tangents)
@@ -434,7 +453,7 @@ def _jacobian(f, argnums, has_aux, mode, transform):
     def jacobian_of(*args, **kwargs):
         call, _, wrts = _prepare(args, argnums, transform)
         out, aux = _split_aux(f(*call, **kwargs), has_aux, transform)
-        outs, structure = _outputs(out, transform)
+        outs, structure = _outputs(out, wrts, transform)
         inputs = [v for w in wrts for v in w.leaves]
         nested = _connected(wrts, outs, args, kwargs)
         # Forward mode gives results that no outer graph sees: nested, go reverse (same values).
