@@ -209,3 +209,49 @@ def test_an_output_that_is_no_array_is_refused():
         ag.grad(lambda x: "one")(np.ones(2))
     with pytest.raises(TypeError, match=r"jacobian\(\): f returned a str at output\[1\]"):
         ag.jacobian(lambda x: (x, "text"))(np.ones(2))
+
+
+# ------------------------------------------------------------ checkpoint's second run, exactly
+def _permute_two(values):
+    """Swap two entries (not among 64 evenly spaced ones): the sum and absolute sum stay."""
+    values[0, [1, 2]] = values[0, [2, 1]]
+
+
+def _second_runs(rng):
+    """(checkpointed computation of x, change made before backward) pairs whose second run
+    gives other gradients."""
+    xp = ag.namespace("numpy")
+    scale = rng.standard_normal((40, 30))
+    mask = rng.random((40, 30)) > 0.5
+    mask[0, 1], mask[0, 2] = True, False
+    state = {"branch": True}
+
+    def branch(v):  # the same values on both branches, not the same gradient
+        return xp.where(xp.asarray(mask), v, v.detach()) if state["branch"] else v * 1.0
+
+    return {
+        "a permuted argument": (lambda x: ag.checkpoint(lambda v, s: v * s, x, scale),
+                                lambda: _permute_two(scale)),
+        "a changed mask": (lambda x: ag.checkpoint(lambda v: v * xp.asarray(mask), x),
+                           lambda: _permute_two(mask)),
+        "one part in 1e12": (lambda x: ag.checkpoint(lambda v: v * scale, x),
+                             lambda: scale.__imul__(1 + 1e-12)),
+        "another branch": (lambda x: ag.checkpoint(branch, x), lambda: state.update(branch=False)),
+    }
+
+
+@pytest.mark.parametrize("case", ["a permuted argument", "a changed mask", "one part in 1e12",
+                                  "another branch"])
+def test_checkpoint_refuses_any_second_run_that_changes_the_gradient(case, rng):
+    xp = ag.namespace("numpy")
+    x0 = rng.standard_normal((40, 30))
+    x0[0, 2] = x0[0, 1]  # so that the swap only permutes the outputs' values
+    make, change = _second_runs(rng)[case]
+    loss = lambda v: xp.sum(make(v) ** 2)  # noqa: E731
+    before = ag.grad(loss)(x0)
+    x = ag.Variable(x0, requires_grad=True)
+    y = make(x)
+    change()
+    assert not np.array_equal(ag.grad(loss)(x0), before)  # the change gives another gradient...
+    with pytest.raises(ag.BackwardError, match="other (values|graph) than in the forward pass"):
+        xp.sum(y ** 2).backward()  # ... so backward through the first run refuses
