@@ -363,8 +363,7 @@ def _jvp_by_transposed_vjp(outs, inputs, tangents):
     """``J t`` as the gradient, w.r.t. ``u``, of ``sum Re<J^T u, t>``, both recorded
     (``create_graph=True``), so that the result is connected to everything it depends on."""
     live = [k for k, o in enumerate(outs) if o.requires_grad]
-    us = [Variable(outs[k]._backend.raw.zeros_like(outs[k].data), requires_grad=True)
-          for k in live]
+    us = [_internal_leaf(outs[k]._backend.raw.zeros_like(outs[k].data)) for k in live]
     grads = autograd.grad([outs[k] for k in live], inputs, us, create_graph=True,
                           allow_unused=True) if live else []
     total = None
