@@ -16,7 +16,8 @@ gradient). How a VJP may compute into arrays nothing else sees is in ``reuse``.
 
 from __future__ import annotations
 
-from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, TRANSPOSE,
+from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, REAL_CONSTANT,
+                    RULES, TRANSPOSE,
                     BackendQueries, Rule, backends, broadcasts, conj, defjoint,
                     defvjp, device_of, expand_reduced, get_index, host_reads, is_complex,
                     is_complex_dtype, no_rule, nondifferentiable, normalize_axis, set_index,
