@@ -18,7 +18,8 @@ from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
                         Variable)
 from .errors import BackendError, GradientError
-from .rules import NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, no_rule
+from .rules import (NONDIFFERENTIABLE, OUTSIDE_STANDARD, REAL_CONSTANT, RULES, Rule, is_complex,
+                    no_rule)
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
 from .rules.special import SPECIAL
@@ -600,6 +601,14 @@ def _plain(backend, name, raw_function, constant_inputs=False):
     return function
 
 
+def _unless_complex(recorded, plain):
+    """``recorded`` for a complex argument, else ``plain`` (no gradient): a function of
+    ``rules.REAL_CONSTANT``, constant for real arguments."""
+    def function(x, /, *args, **kwargs):
+        return (recorded if is_complex(x) else plain)(x, *args, **kwargs)
+    return function
+
+
 def _question(backend, name, raw_function):
     """A dtype question (``finfo``, ``result_type``...): arguments unwrapped, answer as is."""
     recorder = _Recorder(backend, name, raw_function, None)
@@ -650,6 +659,8 @@ def build_namespace(backend) -> Namespace:
             rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
             recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
             function = _calling(recorder)
+            if name in REAL_CONSTANT:  # sign: recorded for complex arguments only
+                function = _unless_complex(function, _plain(backend, name, raw_function))
         _install(ns, name, function, raw_function)
     _install_specials(ns, backend, recorders)
     ns.pad = pad  # not in the standard; xarray's rolling windows call xp.pad

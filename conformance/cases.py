@@ -856,3 +856,51 @@ def draw(arg: Arg, dtype: str, rng) -> np.ndarray:
         return values.astype(dtype if "complex" in dtype else {"float32": "complex64"}.get(
             dtype, "complex128"))
     return values.astype(real_dtype)
+
+
+# ------------------------------------------------------------------------------ edges
+# Complex sign, the values of every unique function, multi-output functions with one output,
+# empty operands, repeated eigenvalues and singular values, singular matrices for det.
+def _degenerate_symmetric(xp, a, b):
+    """``a I + b b^T`` (3 x 3): the eigenvalue ``a`` twice, for every ``a`` and ``b``."""
+    eye = xp.eye(3, dtype=b.dtype)
+    return a * eye + b[:, None] * b[None, :]
+
+
+def _unique_values_of(name):
+    """The values ``name`` returns (the first of several outputs), times distinct weights."""
+    def f(xp, x):
+        values = getattr(xp, name)(x)[0]
+        return values * xp.arange(1, values.shape[0] + 1, dtype=values.dtype)
+    return f
+
+
+EDGES = [
+    ("sign", "complex", lambda xp, a, b: _real_view(xp, xp.sign(_complex_view(xp, a, b))),
+     Arg((3, 4), "nonzero"), Arg((3, 4), "nonzero")),
+    ("unstack", "length_1", lambda xp, x: xp.unstack(x, axis=1)[0], (3, 1)),
+    ("broadcast_arrays", "one", lambda xp, x: xp.broadcast_arrays(x)[0], (3,)),
+    ("meshgrid", "one", lambda xp, x: xp.meshgrid(x)[0], (3,)),
+    ("prod", "empty_other_axis", lambda xp, x: xp.prod(x, axis=1), (0, 3)),
+    ("tensordot", "empty_free_axis", lambda xp, a, b: xp.tensordot(a, b, axes=1), (0, 2),
+     (2, 3)),
+    ("cumulative_prod", "empty,include_initial", lambda xp, x: xp.cumulative_prod(
+        x, include_initial=True), (0,)),
+    ("linalg.eigvalsh", "repeated", lambda xp, a, b: xp.linalg.eigvalsh(
+        _degenerate_symmetric(xp, a, b)), Arg((), "positive"), (3,)),
+    ("linalg.eigh", "repeated,values", lambda xp, a, b: xp.linalg.eigh(
+        _degenerate_symmetric(xp, a, b))[0], Arg((), "positive"), (3,)),
+    ("linalg.svd", "repeated,values", lambda xp, a, b: xp.linalg.svd(
+        _degenerate_symmetric(xp, a, b))[1], Arg((), "positive"), (3,)),
+    ("linalg.svdvals", "repeated", lambda xp, a, b: xp.linalg.svdvals(
+        _degenerate_symmetric(xp, a, b)), Arg((), "positive"), (3,)),
+    ("linalg.det", "rank_2_of_3", lambda xp, a, b: xp.linalg.det(a @ b), (3, 2), (2, 3)),
+    ("linalg.det", "rank_1_of_3", lambda xp, a, b: xp.linalg.det(a @ b), (3, 1), (1, 3)),
+]
+for _name in ("unique_all", "unique_counts", "unique_inverse"):
+    EDGES.append((_name, "values", _unique_values_of(_name), (3, 4)))
+for _op, _variant, _f, *_args in EDGES:
+    # Second order through repeated values differentiates the vectors, which are not unique.
+    case(_op, _variant, _f, *_args, dtypes=COMPLEX if "complex" in _variant else None,
+         requires=("data_dependent_shapes",) if _op.startswith("unique") else (),
+         second_order="repeated" not in _variant)

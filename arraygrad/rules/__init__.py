@@ -16,8 +16,9 @@ gradient). Rules are pure: they never write into an array they did not make.
 
 from __future__ import annotations
 
-from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, TRANSPOSE,
-                    BackendQueries, Rule, RuleInterface, backends, broadcasts, capable, conj, defjoint,
+from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, REAL_CONSTANT,
+                    RULES, TRANSPOSE, BackendQueries, Rule, RuleInterface, backends, broadcasts,
+                    capable, conj, defjoint,
                     defvjp, device_of, expand_reduced, get_index, host_reads, is_complex,
                     is_complex_dtype, no_rule, nondifferentiable, normalize_axis, set_index,
                     forget_capabilities, sum_axes, sum_to)

@@ -16,6 +16,11 @@ those outside it named in :data:`OUTSIDE_STANDARD`."""
 NONDIFFERENTIABLE: set[str] = set()
 """Functions whose outputs never require grad (comparisons, ``floor``, ``argmax``, ...)."""
 
+REAL_CONSTANT: set[str] = set()
+"""Functions constant for real arguments but smooth for complex ones (``sign``, ``z / |z|``):
+registered with a rule, which the namespace records only for complex arguments; for real ones
+their results carry no gradient, as those of :data:`NONDIFFERENTIABLE` functions."""
+
 OUTSIDE_STANDARD: set[str] = set()
 """Differentiable functions outside the standard (``einsum``, ``logsumexp``), registered with
 ``standard=False``: the namespace offers each where the backend's own namespace has it, or on
@@ -65,11 +70,16 @@ class Rule(RuleInterface):
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "forward")
+                 "pickers", "users", "positional", "forward", "symbolic_zeros")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
-                 outputs=1, forward=None):
+                 outputs=1, forward=None, symbolic_zeros=False):
         self.name = name
+        # symbolic_zeros: the VJP of a function of several outputs takes None (the symbolic
+        # zero) for an output that got no gradient, not zeros, where a formula has a simpler
+        # and better defined special case (eigenvalues alone: no 1 / (w_i - w_j) terms). The
+        # engine asks keeps_none(node).
+        self.symbolic_zeros = symbolic_zeros
         # forward(xp, *arrays, **options): the function made of the standard's functions, for
         # one outside the standard that every backend can compute (logsumexp); None: the
         # backend's own.
@@ -148,6 +158,9 @@ class Rule(RuleInterface):
         return frozenset(i for indexes in (self.index, self.jvp_index)
                          for i, index in enumerate(indexes) if index is None or k in index)
 
+    def keeps_none(self, node) -> bool:
+        return self.symbolic_zeros
+
     def __repr__(self):
         return f"<Rule {self.name}>"
 
@@ -175,13 +188,14 @@ def _signature(function: Callable, name: str):
 
 
 def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1,
-           standard: bool = True, forward=None):
+           standard: bool = True, forward=None, symbolic_zeros: bool = False):
     """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient);
     ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`), offered
     where the backend has it, or everywhere with ``forward(xp, ...)`` made of the standard's
-    functions."""
+    functions; ``symbolic_zeros``: a VJP of several outputs gets None, not zeros, for those
+    without a gradient."""
     RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
-                       outputs=outputs, forward=forward)
+                       outputs=outputs, forward=forward, symbolic_zeros=symbolic_zeros)
     if not standard:
         OUTSIDE_STANDARD.add(name)
 
@@ -201,9 +215,10 @@ def no_rule(name: str) -> Rule:
     return Rule(name, (), None)
 
 
-def nondifferentiable(*names: str):
-    """Declare functions whose results never carry gradients."""
-    NONDIFFERENTIABLE.update(names)
+def nondifferentiable(*names: str, unless_complex: bool = False):
+    """Declare functions whose results never carry gradients; with ``unless_complex``, only
+    for real arguments (:data:`REAL_CONSTANT`: each has a rule for complex ones)."""
+    (REAL_CONSTANT if unless_complex else NONDIFFERENTIABLE).update(names)
 
 
 class BackendQueries:

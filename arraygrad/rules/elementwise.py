@@ -1,7 +1,7 @@
 """Rules of the standard's elementwise functions.
 
 Conventions at points where the derivative does not exist follow PyTorch: ``abs`` and ``sign``
-give 0 at 0, ``maximum``/``minimum`` split the gradient equally on ties (and give it to both
+give 0 at 0 (``sign`` is constant for real arguments, no gradient there), ``maximum``/``minimum`` split the gradient equally on ties (and give it to both
 sides where one is NaN), ``clip`` passes the gradient at its bounds, ``sqrt`` gives ``inf`` at 0,
 ``x ** 0`` gives 0 even at an infinite ``x``, ``nextafter`` is the identity in ``x1``. Values at
 ``+-inf``, NaN and ``+-0`` are checked against PyTorch by ``tests/test_edge_values.py``. Complex
@@ -77,6 +77,18 @@ def _sgn(xp, x):
 
 defvjp("abs", lambda xp, g, x: g * _sgn(xp, x),
        jvps=(lambda xp, t, x: xp.real(t * conj(xp, _sgn(xp, x))) if is_complex(x) else t * xp.sign(x),))
+# sign(z) = z / |z| is smooth for complex z != 0 (PyTorch's sgn): with s = sign(z), its VJP is
+# (g - s^2 conj(g)) / (2|z|) and its JVP (t - s^2 conj(t)) / (2|z|), both 0 at 0. Constant for
+# real x: declared below, the namespace records it only for complex arguments.
+def _sgn_derivative_applied(xp, v, x, ans):
+    magnitude = xp.abs(x)
+    zero = magnitude == 0
+    scaled = (v - ans * ans * conj(xp, v)) / (2 * xp.where(zero, xp.ones_like(magnitude),
+                                                            magnitude))
+    return xp.where(zero, xp.zeros_like(scaled), scaled)
+
+
+defvjp("sign", _sgn_derivative_applied, jvps=(_sgn_derivative_applied,))
 defvjp("negative", lambda xp, g: -g, jvps=LINEAR)
 defvjp("positive", lambda xp, g: g, jvps=LINEAR)
 defvjp("conj", lambda xp, g: conj(xp, g), jvps=LINEAR)
@@ -250,10 +262,11 @@ defreal("copysign", vjp_copysign, None)
 
 nondifferentiable(
     "bitwise_and", "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "ceil", "floor", "round", "trunc", "sign", "signbit", "floor_divide", "equal",
+    "bitwise_xor", "ceil", "floor", "round", "trunc", "signbit", "floor_divide", "equal",
     "not_equal", "greater", "greater_equal", "less", "less_equal",
     "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor",
 )
+nondifferentiable("sign", unless_complex=True)
 
 
 # Outside the standard, offered on every backend (made of the standard's functions), as in

@@ -100,8 +100,9 @@ def vjp_tensordot(xp, g, x1, x2, *, axes=2):
     a1, a2 = _tensordot_axes(axes, x1.ndim, x2.ndim)
     free1 = [i for i in range(x1.ndim) if i not in a1]
     free2 = [i for i in range(x2.ndim) if i not in a2]
-    m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), -1))
-    m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (-1, _prod(x2, free2)))
+    # (sizes, not -1: an empty operand has no length to infer)
+    m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), _prod(x1, a1)))
+    m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (_prod(x2, a2), _prod(x2, free2)))
     gm = xp.reshape(g, (m1.shape[0], m2.shape[1]))
     g1 = xp.reshape(gm @ H(xp, m2),
                     tuple(x1.shape[i] for i in free1 + a1))
