@@ -26,7 +26,7 @@ UFUNCS = {
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan",
         "isinf", "isfinite", "signbit", "copysign", "hypot", "matmul", "remainder",
         "floor_divide", "logical_and", "logical_or", "logical_xor", "logical_not",
-        "bitwise_and", "bitwise_or", "bitwise_xor", "nextafter")},
+        "bitwise_and", "bitwise_or", "bitwise_xor", "nextafter", "vecdot")},
     "true_divide": "divide", "power": "pow", "absolute": "abs", "fabs": "abs", "arcsin": "asin",
     "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
     "arctanh": "atanh", "arctan2": "atan2", "conjugate": "conj", "rint": "round",
@@ -45,7 +45,27 @@ COMPOSED_UFUNCS = {
     "fmax": lambda xp, x, y: xp.where(xp.isnan(y), x, xp.where(xp.isnan(x), y, xp.maximum(x, y))),
     "fmin": lambda xp, x, y: xp.where(xp.isnan(y), x, xp.where(xp.isnan(x), y, xp.minimum(x, y))),
     "fmod": lambda xp, x, y: x - xp.trunc(x / y) * y,
+    "heaviside": lambda xp, x, y: xp.where(x < 0, xp.zeros_like(x), xp.where(
+        x > 0, xp.ones_like(x), y + xp.zeros_like(x))),
+    "ldexp": lambda xp, x, y: x * 2.0 ** y,
+    "matvec": lambda xp, x, y: xp.sum(x * xp.expand_dims(y, axis=-2), axis=-1),
+    "vecmat": lambda xp, x, y: xp.sum(xp.expand_dims(xp.conj(x), axis=-1) * y, axis=-2),
+    "divmod": lambda xp, x, y: (xp.floor_divide(x, y), xp.remainder(x, y)),
+    "modf": lambda xp, x: (x - xp.trunc(x), xp.trunc(x)),
+    "frexp": lambda xp, x: _frexp(xp, x),
 }
+
+
+def _frexp(xp, x):
+    """``(x / 2**e, e)``, ``e`` the exponent (piecewise constant, so ``x``'s gradient flows)."""
+    exponent = xp.where(x == 0, xp.zeros_like(x), xp.floor(xp.log2(xp.abs(
+        xp.where(x == 0, xp.ones_like(x), x)))) + 1)
+    return x * 2.0 ** -exponent, xp.astype(exponent, xp.int32)
+
+
+UFUNCS_ON_VALUES = ("gcd", "lcm", "bitwise_count", "isnat", "spacing")
+"""NumPy ufuncs with no derivative that run on the values (integers, datetimes, spacings);
+``spacing`` of a Variable that requires grad is refused, as its result is floating."""
 
 # ufunc.reduce and ufunc.accumulate, as the standard's reductions and running totals.
 REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -150,6 +170,8 @@ def _ufunc_function(xp, name):
     composed = COMPOSED_UFUNCS.get(name)
     if composed is not None:
         return lambda *args: composed(xp, *args)
+    if name in UFUNCS_ON_VALUES:
+        return lambda *args: _on_values(name, getattr(_numpy(), name), args, {})
     special = getattr(xp, "special", None)  # SciPy's ufuncs: erf, gammaln, xlogy...
     if special is not None and hasattr(special, name):
         return getattr(special, name)
@@ -330,7 +352,7 @@ def _stacked(ndim, axis):
         arrays = [_at_least(ndim)(a) for a in tup]
         join = 0 if axis == 1 and arrays and arrays[0].ndim == 1 else axis
         return _concatenate(arrays, axis=join, dtype=dtype)
-    return stacked
+    return stacked if ndim < 3 else lambda tup: stacked(tup)  # NumPy's dstack has no dtype
 
 
 def _column_stack(tup):
@@ -1153,8 +1175,7 @@ FUNCTIONS = {
     "trace": _trace, "diagonal": _diagonal, "transpose": _transpose, "squeeze": _squeeze,
     "matrix_transpose": lambda x: _namespace_of([x]).matrix_transpose(x),
     # copy=: any copy behaves as one (copy-on-write)
-    "reshape": lambda a, shape=None, newshape=None, copy=None:
-        a.__array_namespace__().reshape(a, shape if shape is not None else newshape),
+    "reshape": lambda a, shape, copy=None: a.__array_namespace__().reshape(a, shape),
     "ravel": lambda a: _flat(a.__array_namespace__(), a),
     "swapaxes": _swapaxes, "moveaxis": _method("moveaxis"), "expand_dims": _expand_dims,
     "broadcast_to": lambda array, shape: array.__array_namespace__().broadcast_to(
@@ -1203,7 +1224,8 @@ FUNCTIONS = {
     "astype": lambda x, dtype, copy=True: _namespace_of([x]).astype(x, dtype),
     "zeros_like": lambda a, dtype=None, order="K", shape=None: _filled(a, 0, dtype, shape),
     "ones_like": lambda a, dtype=None, order="K", shape=None: _filled(a, 1, dtype, shape),
-    "empty_like": lambda a, dtype=None, order="K", shape=None: _filled(a, 0, dtype, shape),
+    "empty_like": lambda prototype, dtype=None, order="K", shape=None: _filled(
+        prototype, 0, dtype, shape),
     "full_like": lambda a, fill_value, dtype=None, order="K", shape=None: _filled(
         a, fill_value, dtype, shape),
     "linspace": _linspace, "logspace": _logspace, "meshgrid": _meshgrid,
@@ -1339,15 +1361,15 @@ def _bind(name, func, implementation, args, kwargs):
         return args, kwargs
     accepted = _signature(implementation).parameters
     positional, keywords = [], {}
-    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL
-                  for p in signature.parameters.values())
+    kinds = [p.kind for p in signature.parameters.values()]
+    before_varargs = set(list(signature.parameters)[:kinds.index(
+        inspect.Parameter.VAR_POSITIONAL)] if inspect.Parameter.VAR_POSITIONAL in kinds else ())
     for key, value in bound.arguments.items():
         parameter = signature.parameters[key]
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
             positional.extend(value)
-            varargs = False
             continue
-        if varargs:  # before NumPy's *args: positional
+        if key in before_varargs:  # before NumPy's *args: positional
             positional.append(value)
             continue
         items = value.items() if parameter.kind is inspect.Parameter.VAR_KEYWORD else (
@@ -1375,15 +1397,21 @@ def _has_floats(result):
     return kind in ("f", "c") or isinstance(result, (float, complex))
 
 
+def _on_values(name, func, args, kwargs):
+    """NumPy's ``func`` on the values: no gradient to keep, unless its result is floating and a
+    Variable requires grad (then refused)."""
+    result = func(*_values(args), **_values(kwargs))
+    if _has_floats(result) and _requires_grad([*args, *kwargs.values()]):
+        raise unsupported(f"numpy.{name}", " on a Variable that requires grad (its floating "
+                          "result has no recorded derivative)")
+    return result
+
+
 def array_function(func, args, kwargs):
     """``func(*args, **kwargs)`` for a NumPy function given a Variable (NEP 18)."""
     name = _name(func)
     if name in ON_VALUES:
-        result = func(*_values(args), **_values(kwargs))
-        if _has_floats(result) and _requires_grad([*args, *kwargs.values()]):
-            raise unsupported(f"numpy.{name}", " on a Variable that requires grad (its floating"
-                              " result has no recorded derivative)")
-        return result  # on the values: no gradient to keep
+        return _on_values(name, func, args, kwargs)
     implementation = FUNCTIONS.get(name)
     if implementation is None:
         raise unsupported(f"numpy.{name}", f" ({REFUSED[name]})" if name in REFUSED else "")
