@@ -69,7 +69,30 @@ UNARY = {
                                       special_of(xp).i0(x) - ans / _safe(xp, x)),
     "i1e": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x), special_of(xp).i0e(x)
                                        - ans * xp.sign(x) - ans / _safe(xp, x)),
+    # Bessel functions: j0' = -j1, j1' = j0 - j1 / x (1/2 at 0), the same for y0 and y1.
+    "j0": lambda xp, x: -special_of(xp).j1(x),
+    "j1": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x),
+                                      special_of(xp).j0(x) - ans / _safe(xp, x)),
+    "y0": lambda xp, x: -special_of(xp).y1(x),
+    "y1": lambda xp, x, ans: special_of(xp).y0(x) - ans / x,
+    "gammasgn": lambda xp, x: xp.zeros_like(x),  # piecewise constant
+    "rgamma": lambda xp, x, ans: _rgamma_derivative(xp, x, ans),
 }
+
+
+def _rgamma_derivative(xp, x, ans):
+    # -digamma(x) / gamma(x); at the poles x = -n of gamma, where 1/gamma is 0: (-1)^n n!.
+    special = special_of(xp)
+    at_pole = (ans == 0) & (x <= 0) & (x == xp.round(x))
+    safe = xp.where(at_pole, xp.full_like(x, 0.5), x)
+    return xp.where(at_pole, xp.cos(math.pi * x) * special.gamma(1 - x),
+                    -ans * special.digamma(safe))
+
+
+def _multigammaln_da(xp, a, d):
+    # sum over j < d of digamma(a - j / 2); d is the (integer) dimension
+    digamma = special_of(xp).digamma
+    return sum(digamma(a - j / 2) for j in range(int(d)))
 
 
 def _not_differentiable(op, argument, why):
@@ -133,6 +156,10 @@ SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(
     "gammainc": ("a x", _not_differentiable("gammainc", "a", "no closed form"), _gammainc_dx),
     "gammaincc": ("a x", _not_differentiable("gammaincc", "a", "no closed form"),
                   lambda xp, a, x: -_gammainc_dx(xp, a, x)),
+    "yn": ("n x", _not_differentiable("yn", "n", "an integer order"),
+           lambda xp, n, x: 0.5 * (special_of(xp).yn(n - 1, x) - special_of(xp).yn(n + 1, x))),
+    "multigammaln": ("a d", _multigammaln_da,
+                     _not_differentiable("multigammaln", "d", "an integer dimension")),
     # Distribution functions behind SciPy's p-values (ttest_*, pearsonr).
     "stdtr": ("df t", _not_differentiable("stdtr", "df", "no closed form"), _student_t_density),
     "betainc": ("a b x", _not_differentiable("betainc", "a", "no closed form"),

@@ -164,14 +164,7 @@ def render(cases):
             where = "all" if "*" in backends else ", ".join(backends)
             lines.append(f"| {case.library} | `{case.name}` | {where} | {error} | "
                          f"{refusal.reason} |")
-    ufuncs = sorted({*_numpy_protocol.UFUNCS, *_numpy_protocol.COMPOSED_UFUNCS})
-    functions = sorted({*_numpy_protocol.FUNCTIONS, *_numpy_protocol.DETACHED})
-    lines += ["", "## NumPy functions Variables support (NEP 13 and NEP 18)", "",
-              "Ufuncs, called (`np.sin(v)`), reduced (`np.add.reduce`: add, multiply, maximum, "
-              "minimum, logical_and, logical_or) or accumulated (add, multiply); `out=` may only "
-              "name a Variable:", "", ", ".join(f"`{n}`" for n in ufuncs), "",
-              "Functions (`numpy.` and `numpy.linalg.`):", "",
-              ", ".join(f"`{n}`" for n in functions), "",
+    lines += ["", *numpy_api_section(), "",
               "Special functions with rules (`xp.special`, and SciPy's ufuncs on NumPy-backed "
               "Variables; a backend offers those its library has):", "",
               ", ".join(f"`{n}`" for n in sorted(SPECIAL)), "",
@@ -181,6 +174,54 @@ def render(cases):
               "standard's functions):", "",
               ", ".join(f"`{n}`" for n in sorted(OUTSIDE_STANDARD)), ""]
     return "\n".join(lines)
+
+
+def numpy_api():
+    """``(functions, ufuncs)``: the names of NumPy's functions that dispatch through
+    ``__array_function__`` (``numpy``, ``numpy.linalg``, ``numpy.fft``; as the tables name
+    them) and of its ufuncs, read from the installed NumPy."""
+    import numpy as np
+
+    dispatcher = type(np.concatenate)
+    functions = {_numpy_protocol._name(f) for module in (np, np.linalg, np.fft)
+                 for name, f in vars(module).items()
+                 if not name.startswith("_") and isinstance(f, dispatcher)}
+    ufuncs = {u.__name__ for u in vars(np).values() if isinstance(u, np.ufunc)}
+    return functions, ufuncs
+
+
+def numpy_api_section():
+    """The lines of docs/interop.md that classify NumPy's API on Variables."""
+    import numpy as np
+
+    P = _numpy_protocol
+    functions, ufuncs = numpy_api()
+
+    def names(group):
+        return ", ".join(f"`{n}`" for n in sorted(group)) or "(none)"
+    recorded = ufuncs & ({*P.UFUNCS, *P.COMPOSED_UFUNCS})
+    lines = [f"## NumPy's API on Variables (NEP 13 and NEP 18; NumPy {np.__version__})", "",
+             "Every public NumPy function that dispatches through `__array_function__` "
+             "(`numpy.`, `numpy.linalg.`, `numpy.fft.`) and every ufunc is in one list below; "
+             "`tests/test_numpy_api.py` fails when NumPy has one that is in none. Each function "
+             "takes NumPy's full signature: an argument that arraygrad does not implement is "
+             "accepted only at NumPy's default, else refused with a `TypeError` naming it.", "",
+             "**Recorded, differentiable** (through the differentiable namespace):", "",
+             names(functions & set(P.FUNCTIONS) - P.NO_DERIVATIVE), "",
+             "**Recorded, no derivative** (integer, boolean or constant results):", "",
+             names(functions & P.NO_DERIVATIVE), "",
+             "**On the values** (NumPy's own result; a floating result of a Variable that "
+             "requires grad is refused):", "", names(functions & P.ON_VALUES), "",
+             "**Refused** (`TypeError` with the reason):", "",
+             "| function | reason |", "|---|---|"]
+    lines += [f"| `{n}` | {P.REFUSED[n]} |" for n in sorted(functions & set(P.REFUSED))]
+    lines += ["", "**Ufuncs**, called (`np.sin(v)`), reduced (`np.add.reduce`: add, multiply, "
+              "maximum, minimum, logical_and, logical_or) or accumulated (add, multiply); "
+              "`out=` may only name a Variable; recorded:", "", names(recorded), "",
+              "Ufuncs on the values (no derivative): " + names(
+                  ufuncs & set(P.UFUNCS_ON_VALUES)) + "; SciPy's special ufuncs reach "
+              "`xp.special` (below); any other ufunc is refused."]
+    return lines
 
 
 def main():
