@@ -21,6 +21,8 @@ from arraygrad.rules import OUTSIDE_STANDARD, RULES
 from arraygrad.rules.special import SPECIAL
 
 from .behaviour import BEHAVIOURS
+from .nested import FAMILIES as NESTED_FAMILIES
+from .programs import FAMILIES as PROGRAM_FAMILIES
 
 CHECKS = ("forward", "numerical", "jacobian", "cross_backend", "external", "invariants",
           "second_order", "forward_mode", "convention", "behaviour")
@@ -797,6 +799,13 @@ for _name, _rule in sorted(SPECIAL.items()):
 for _name, _check in BEHAVIOURS.items():
     CASES.append(Case(f"autograd.{_name}", "float64", None, (), "autograd",
                       dtypes=("float64",), behaviour=_check))
+
+# Programs, not only functions: random compositions, sizes over the internal thresholds, writes
+# through views, hooks on intermediates, nested transforms (conformance/programs.py, nested.py).
+for _id, _check in {**PROGRAM_FAMILIES, **NESTED_FAMILIES}.items():
+    _op, _variant = _id[:-1].split("[", 1)
+    CASES.append(Case(_op, _variant, None, (), "programs", dtypes=("float64",),
+                      behaviour=_check))
 
 
 def _real_view(xp, z):

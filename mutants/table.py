@@ -501,4 +501,16 @@ MUTANTS = [
       "roots.append((edge, output._seed(gradient, create_graph, f",
       "roots.append((edge, output._seed(gradient, False, f",
       "autograd.grad(create_graph=True) drops the graph of grad_outputs"),
+    # ------------------------------------------------ composed machinery (programs.* cases)
+    # Slips above the reuse threshold that the programs.* cases catch (so do the large
+    # per-function cases sum[large,of_sin] and multiply[large]: measured 2026-11-28).
+    M("prog-accumulate-grad-assign", "arraygrad/_engine.py",
+      "            buffer[output_nr] = grad.__iadd__(old)",
+      "            buffer[output_nr] = grad",
+      "accumulation into the incoming gradient (its own large temporary) assigns instead of "
+      "adding: a path is lost where gradients meet above REUSE_MIN_BYTES"),
+    M("prog-reuse-times-dropped", R + "reuse.py", "            d *= g\n            return d\n",
+      "            return d\n",
+      "times() on a large private derivative returns it without the product by g: the "
+      "reused buffer holds the derivative, not the gradient"),
 ]
