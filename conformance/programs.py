@@ -20,7 +20,8 @@ import functools
 import numpy as np
 
 import arraygrad as ag
-from arraygrad.rules import _core, reuse
+from arraygrad import _buffers
+from arraygrad.rules import _core
 
 from .behaviour import Skip
 
@@ -543,16 +544,13 @@ def random_family(kind):
 
 def thresholds() -> dict:
     """Input shapes just over each size threshold of arraygrad, read from the code: the bytes
-    from which backward reuses memory (``rules.reuse.REUSE_MIN_BYTES``, float64 here), the
-    size from which it skips a product by a broadcast 1 (``ONES_MIN_SIZE``), and the longest
-    sum made a product with ones (``_core.MATMUL_SUM_MAX``), at and just over it."""
-    reuse_columns = reuse.REUSE_MIN_BYTES // (8 * 8) + 1  # (8, n) float64 just over
-    ones = reuse.ONES_MIN_SIZE + 1
+    from which backward takes over gradient buffers (``_buffers.MIN_BYTES``, float64 here) and
+    the longest sum made a product with ones (``_core.MATMUL_SUM_MAX``), at and just over it."""
+    reuse_columns = _buffers.MIN_BYTES // (8 * 8) + 1  # (8, n) float64 just over
     longest = _core.MATMUL_SUM_MAX
     return {
         "reuse": [(8, reuse_columns), (reuse_columns,)],
-        "reuse_1d": [(reuse.REUSE_MIN_BYTES // 8 + 1,), (1,)],
-        "ones": [(ones,), (ones,)],
+        "reuse_1d": [(_buffers.MIN_BYTES // 8 + 1,), (1,)],
         "matmul_sum_at": [(longest, 3), (3,)],
         "matmul_sum_over": [(longest + 1, 3), (3,), (longest + 1, 1)],
     }

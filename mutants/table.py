@@ -315,7 +315,7 @@ MUTANTS = [
       'saved.append(tuple(outs) if multiple else outs[0])',
       'saved.append(tuple(outs) if multiple else raw_inputs[0])',
       "a node saves its input where the rule asks for ans"),
-    M("ns-setitem-inplace", "arraygrad/_buffers.py", "if sys.getrefcount(array) == 2:",
+    M("buffers-take-one-more", "arraygrad/_buffers.py", "if sys.getrefcount(array) == 2:",
       "if sys.getrefcount(array) <= 3:",
       "x[k] = v writes in place although one more reference (a saved value) sees x"),
     # ------------------------------------------------------------------ _variable.py
@@ -494,8 +494,8 @@ MUTANTS = [
       "return (gradients, value[0]) if has_aux else gradients",
       "grad(has_aux=True) returns f's value instead of the auxiliary value"),
     M("h-tr-vjp-retain", "arraygrad/_transforms.py",
-      "retain_graph=True, create_graph=create_graph,\n                              allow_unused=True) if live",
-      "retain_graph=create_graph, create_graph=create_graph,\n                              allow_unused=True) if live",
+      "retain_graph=True, create_graph=connected,\n                              allow_unused=True) if live",
+      "retain_graph=connected, create_graph=connected,\n                              allow_unused=True) if live",
       "vjp_fn frees the graph: a second call fails"),
     M("h-ag-seed-graph", "arraygrad/autograd.py",
       "roots.append((edge, output._seed(gradient, create_graph, f",
@@ -505,12 +505,8 @@ MUTANTS = [
     # Slips above the reuse threshold that the programs.* cases catch (so do the large
     # per-function cases sum[large,of_sin] and multiply[large]: measured 2026-11-28).
     M("prog-accumulate-grad-assign", "arraygrad/_engine.py",
-      "            buffer[output_nr] = grad.__iadd__(old)",
-      "            buffer[output_nr] = grad",
-      "accumulation into the incoming gradient (its own large temporary) assigns instead of "
-      "adding: a path is lost where gradients meet above REUSE_MIN_BYTES"),
-    M("prog-reuse-times-dropped", R + "reuse.py", "            d *= g\n            return d\n",
-      "            return d\n",
-      "times() on a large private derivative returns it without the product by g: the "
-      "reused buffer holds the derivative, not the gradient"),
+      "            owned += buffer[output_nr]\n",
+      "            owned = owned\n",
+      "accumulation into the incoming gradient (a buffer nothing else holds) assigns instead of "
+      "adding: a path is lost where gradients meet above _buffers.MIN_BYTES"),
 ]
