@@ -294,6 +294,8 @@ class AccumulateGrad:
         variable = self.variable
         backend = variable._backend
         with self.lock:  # backward passes in other threads may reach this leaf too
+            if not variable._requires_grad:  # switched off after recording: as PyTorch's
+                return None
             if variable._hooks:
                 grads = [_run_hooks(variable._hooks, grads[0], backend, run)]
             old = variable._grad
@@ -439,7 +441,7 @@ def _run(node, grads, run, stops, capture):
             _anomaly.annotate(error, node)
         raise
     if anomaly and results:
-        _anomaly.check(node, [getattr(r, "_data", r) for r in results])
+        _anomaly.check(node, [getattr(r, "_values", r) for r in results])
     return results
 
 

@@ -12,7 +12,7 @@ import functools
 import operator
 import types
 
-from . import _grad_mode, _standard
+from . import _grad_mode, _standard, _views
 from ._engine import Node, accumulator
 from ._plugins import Backend, registry
 from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
@@ -139,8 +139,10 @@ class _Recorder:
 
     # ------------------------------------------------------------------ argument handling
     def own(self, value):
-        """An array of this backend, as given: refused where its library's own autograd
-        tracks it (torch's requires_grad)."""
+        """An array of this backend, as the backend takes it (``coerce``: NumPy's masked
+        arrays are refused), and refused where its library's own autograd tracks it (torch's
+        requires_grad)."""
+        value = self.backend.coerce(value)
         return value if self.backend.tracked is None else self.backend.untracked(
             value, f"{self.name}()")
 
@@ -150,7 +152,7 @@ class _Recorder:
         if kind is Variable:
             if value._backend is not self.backend:
                 raise mixed_backends(self.backend, value._backend, self.name)
-            return value._data  # (the slot: .data is a checked property)
+            return value._values  # (the slot: .data is a checked property)
         if kind in _PASSED:
             return value
         if _owners.get(kind) is self.backend:  # our array
@@ -331,7 +333,7 @@ class _Recorder:
         raw_inputs = []
         for value in args[:arity] if not plain else args:
             if value.__class__ is Variable and value._backend is backend:
-                raw_inputs.append(value._data)
+                raw_inputs.append(value._values)
             elif numbers and value.__class__ in _NUMBERS:
                 raw_inputs.append(value)
             else:
@@ -659,6 +661,8 @@ def build_namespace(backend) -> Namespace:
             rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
             recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
             function = _calling(recorder)
+            if name in _VIEW_FUNCTIONS:
+                function = _viewing(function, _VIEW_FUNCTIONS[name])
             if name in REAL_CONSTANT:  # sign: recorded for complex arguments only
                 function = _unless_complex(function, _plain(backend, name, raw_function))
         _install(ns, name, function, raw_function)
@@ -666,6 +670,38 @@ def build_namespace(backend) -> Namespace:
     ns.pad = pad  # not in the standard; xarray's rolling windows call xp.pad
     backend.operators = _operators(ns, backend, recorders)
     return ns
+
+
+def _inverse_permutation(view, base, args, kwargs, ns):
+    axes = args[0] if args else kwargs["axes"]
+    return ns.permute_dims(view, tuple(sorted(range(len(axes)), key=lambda i: axes[i])))
+
+
+# Functions whose result is a view of their argument in NumPy, and how a view's new value gives
+# its base's: ``back(view, base, args, kwargs, ns)``.
+_VIEW_FUNCTIONS = {
+    "reshape": lambda view, base, args, kwargs, ns: ns.reshape(view, base.shape),
+    "expand_dims": lambda view, base, args, kwargs, ns: ns.reshape(view, base.shape),
+    "squeeze": lambda view, base, args, kwargs, ns: ns.reshape(view, base.shape),
+    "permute_dims": _inverse_permutation,
+    "matrix_transpose": lambda view, base, args, kwargs, ns: ns.matrix_transpose(view),
+    "moveaxis": lambda view, base, args, kwargs, ns: ns.moveaxis(view, args[1], args[0]),
+    "flip": lambda view, base, args, kwargs, ns: ns.flip(view, *args, **kwargs),
+}
+
+
+def _viewing(function, back):
+    """``function`` whose result, where the backend made it a view of its argument, is linked
+    to it as a view: in-place changes of either reach the other (``_views``)."""
+    def view_function(x, /, *args, **kwargs):
+        result = function(x, *args, **kwargs)
+        if x.__class__ is Variable and result.__class__ is Variable and (
+                _views.is_view(result._values, x._values)):
+            ns = x._backend.ns
+            _views.link(x, result, lambda base: function(base, *args, **kwargs),
+                        lambda base, view: back(view, base, args, kwargs, ns))
+        return result
+    return view_function
 
 
 def _composed(forward, raw):

@@ -13,7 +13,7 @@ import sys
 import warnings
 import weakref
 
-from . import _engine, _grad_mode, _numpy_protocol
+from . import _engine, _grad_mode, _numpy_protocol, _views
 from ._buffers import take
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, GradientError, InplaceError
@@ -28,7 +28,7 @@ def _assignable(variable, value):
     """``value`` as ``variable.data``, or an error naming what it is and what to assign."""
     backend = variable._backend
     if isinstance(value, Variable):
-        value = value._data  # its array, as Variable(w) takes it
+        value = value._values  # its array, as Variable(w) takes it
     owner = registry.of(value)
     if owner is not backend:
         kind = type(value)
@@ -121,10 +121,17 @@ def _selects_a_view(key) -> bool:
     return True
 
 
-def _base(view):
-    """The base of a view's link ``(base or a weak reference to it, key)``; None if dead."""
-    base = view[0]
-    return base() if base.__class__ is weakref.ref else base
+def _exportable(data, backend):
+    """``data`` as DLPack may export it: a copy where it has negative strides, on which
+    torch's import aborts the interpreter."""
+    if any(stride < 0 for stride in getattr(data, "strides", None) or ()):
+        return backend.raw.asarray(data, copy=True)
+    return data
+
+
+def _data_of(base, view=None):
+    """A detached view's link, both ways: the values of the other side (``view``'s when given)."""
+    return (base if view is None else view)._values
 
 
 def _describe_key(key) -> str:
@@ -152,7 +159,7 @@ class Variable:
         Only floating-point and complex arrays can require grad.
     """
 
-    __slots__ = ("_data", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
+    __slots__ = ("_values", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
                  "_hooks", "_retains_grad", "_accumulator", "__weakref__",
                  "_view", "_views")  # unset unless a view: see __getitem__
     __array_priority__ = 1000
@@ -191,7 +198,7 @@ class Variable:
                 data = backend.coerce(data)
         if backend.operators is None:
             backend.ns  # build the namespace, which Variable's operators use
-        self._data = data
+        self._values = data
         self.grad_fn = None
         self._backend = backend
         self._output_nr = 0
@@ -209,7 +216,7 @@ class Variable:
     def _make(cls, data, backend, grad_fn, output_nr, requires_grad=True):
         """Wrap a raw result without checks (the namespace's fast path)."""
         self = _new_object(cls)  # (object.__new__ looked up once: Variable has no __new__)
-        self._data = data
+        self._values = data
         self.grad_fn = grad_fn
         self._backend = backend
         self._output_nr = output_nr
@@ -220,17 +227,22 @@ class Variable:
         self._accumulator = None
         return self
 
-    # ``data`` is a property over the slot ``_data`` so that assigning it is checked: what the
+    # ``data`` is a property over the slot ``_values`` so that assigning it is checked: what the
     # Variable cannot hold is refused here, not met later far from the assignment (an integer
     # array's gradients were silently truncated). The per-op paths (the namespace's recorders,
     # the array attributes below) read the slot itself; reading ``.data`` costs a C getter.
     def _set_data(self, value):
-        self._data = _assignable(self, value)
+        value = _assignable(self, value)
+        if value.shape != self._values.shape or value.dtype != self._values.dtype:
+            self._grad = None  # the gradient of another value: it must not be added to
+        self._values = value
+        self._view = self._views = None  # the new array is no view, and has none
 
-    data = property(operator.attrgetter("_data"), _set_data, doc=(
+    data = property(operator.attrgetter("_values"), _set_data, doc=(
         "The raw backend array. Assignable, as in PyTorch (another shape or floating dtype, "
         "outside the graph), with an array of the Variable's backend, floating-point or "
-        "complex where it requires grad."))
+        "complex where it requires grad. Another shape or dtype clears ``.grad``, which "
+        "belonged to the old value; views of the old value stay with it."))
 
     # ---------------------------------------------------------------- autograd attributes
     @property
@@ -401,8 +413,11 @@ class Variable:
         return grad
 
     def detach(self) -> "Variable":
-        """Return a Variable sharing this one's data, cut off from the graph."""
-        return Variable._make(self.data, self._backend, None, 0, False)
+        """Return a Variable sharing this one's data, cut off from the graph: an in-place
+        change of either reaches the other's values (not its history), as in PyTorch."""
+        detached = Variable._make(self._values, self._backend, None, 0, False)
+        _views.link(self, detached, _data_of, _data_of, values_only=True)
+        return detached
 
     def detach_(self) -> "Variable":
         """Cut this Variable off from the graph, making it a leaf that does not require grad."""
@@ -499,7 +514,7 @@ class Variable:
                 f"{self.grad_fn.name()}: gradients cannot flow back from {target.name!r} to "
                 f"{self._backend.name!r}. Call .detach() first if you do not need them.")
         try:
-            data = target.raw.from_dlpack(self.data)
+            data = target.raw.from_dlpack(_exportable(self._values, self._backend))
         except Exception:  # no DLPack path between these two: copy through the host
             data = target.raw.asarray(self._backend.to_numpy(self.data))
         return Variable(data, requires_grad=self._requires_grad)
@@ -542,18 +557,18 @@ class Variable:
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return self._data.shape
+        return self._values.shape
 
     @property
     def dtype(self):
-        return self._data.dtype
+        return self._values.dtype
 
     @property
     def device(self):
         backend = self._backend
         if backend.spec.device_of is not None:  # the plugin says, for arrays without .device
-            return backend.device(self._data)
-        device = getattr(self._data, "device", None)
+            return backend.device(self._values)
+        device = getattr(self._values, "device", None)
         if device is None and "array_api_compat" in sys.modules:
             # dask arrays have no .device: array-api-compat's answer ("cpu"), which libraries
             # built on it expect; None (every function's default device) when it is not in use.
@@ -561,14 +576,14 @@ class Variable:
                 device = sys.modules["array_api_compat"].device(self.data)
             except AttributeError:
                 raise AttributeError(
-                    f"a {type(self._data).__name__} of backend {backend.name!r} has no `device` "
+                    f"a {type(self._values).__name__} of backend {backend.name!r} has no `device` "
                     "attribute (the standard's): give the backend's BackendSpec a device_of, "
                     "a function returning an array's device") from None
         return device
 
     @property
     def ndim(self) -> int:
-        return self._data.ndim
+        return self._values.ndim
 
     @property
     def size(self):
@@ -576,7 +591,7 @@ class Variable:
         is ``y.shape`` here); None where the backend does not know a length yet (dask)."""
         # From the shape: dask's unknown sizes are nan.
         size = 1
-        for n in self._data.shape:
+        for n in self._values.shape:
             if n is None or n != n:
                 return None
             size *= n
@@ -614,7 +629,8 @@ class Variable:
                 "that path (see docs/interop.md).")
         options = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
                    "copy": copy}
-        return self.data.__dlpack__(**{k: v for k, v in options.items() if v is not None})
+        return _exportable(self._values, self._backend).__dlpack__(
+            **{k: v for k, v in options.items() if v is not None})
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()
@@ -681,20 +697,31 @@ class Variable:
 
     # --------------------------------------------------------------------------- in place
     def _inplace_check(self, op):
-        if self.grad_fn is None and self._requires_grad and _grad_mode.state.enabled:
-            raise InplaceError(
-                f"a leaf Variable that requires grad is used in an in-place operation ({op}). "
-                "Update parameters inside `with arraygrad.no_grad():`, or compute out of place "
-                "(y = x + 1; with array-api-extra, at(x)[i].set(v, copy=True)).")
-        view = getattr(self, "_view", None)
-        if view is not None and _grad_mode.state.enabled:  # the write will reach the base
-            base = _base(view)
-            if base is not None:
-                base._inplace_check(f"{op} on its view [{_describe_key(view[1])}]")
+        """Refuse an in-place change of a leaf that requires grad, directly or through views
+        of it, while grad mode is on (PyTorch's rule)."""
+        if not _grad_mode.state.enabled:
+            return
+        target, where = self, op
+        while True:
+            if target.grad_fn is None and target._requires_grad:
+                raise InplaceError(
+                    f"a leaf Variable that requires grad is used in an in-place operation "
+                    f"({where}). Update parameters inside `with arraygrad.no_grad():`, or compute "
+                    "out of place (y = x + 1; with array-api-extra, at(x)[i].set(v, copy=True)).")
+            link = getattr(target, "_view", None)
+            if link is None or link.values_only or link.base() is None:
+                return  # (a detached view's change reaches its base's values only)
+            target, where = link.base(), f"{op} on a view of it"
 
-    def _inplace_assign(self, result, op, writer=None):
-        """Make ``self`` take ``result``'s value and history (copy-on-write); ``writer``: the
-        view of ``self`` whose in-place change this is."""
+    def _inplace_assign(self, result, op):
+        """Make ``self`` take ``result``'s value and history, then carry the change to its
+        views and bases."""
+        self._take(result, op)
+        _views.written(self, op)
+
+    def _take(self, result, op):
+        """Take ``result``'s value and history (copy-on-write: the old array is never written,
+        so whatever saved it for backward still holds the value it used)."""
         if isinstance(result, Variable):
             data, node, output_nr = result.data, result.grad_fn, result._output_nr
             requires_grad = result._requires_grad
@@ -707,9 +734,7 @@ class Variable:
             raise ValueError(f"in-place {op} would change the shape of a Variable of shape "
                              f"{tuple(self.data.shape)} to {tuple(data.shape)} (the other "
                              "operand broadcasts to a larger shape); compute out of place")
-        # Copy-on-write: the old array is never written, so whatever saved it for backward
-        # still holds the value it used, and no version counter is needed.
-        # a non-leaf while recording takes the result's history (under no_grad it keeps its
+        # A non-leaf while recording takes the result's history (under no_grad it keeps its
         # own, as in PyTorch: only its value changes)
         takes_history = self.grad_fn is not None and _grad_mode.state.enabled
         if node is None and takes_history:
@@ -720,7 +745,7 @@ class Variable:
                     "out of place on a detached value (y = x.detach() // 2), or inside "
                     "`with arraygrad.no_grad():` if its graph should stay as it is.")
             requires_grad = False  # zeros: a constant, which passes back no gradient
-        self._data = data  # (a result of this backend, of this dtype and shape: no check)
+        self._values = data  # (a result of this backend, of this dtype and shape: no check)
         if node is not None or takes_history:
             old_node, old_nr = self.grad_fn, self._output_nr
             self.grad_fn = node
@@ -728,44 +753,6 @@ class Variable:
             self._requires_grad = requires_grad or (node is not None and self._requires_grad)
             if self._retains_grad:
                 self._retain_moves(old_node, old_nr)
-        if getattr(self, "_views", None):
-            self._refresh_views(writer)
-        view = getattr(self, "_view", None)
-        if view is not None:  # a view: the write reaches its base, as in NumPy and PyTorch
-            base = _base(view)
-            if base is not None:
-                base._inplace_assign(base._backend.ns._setitem(base, view[1], self), op,
-                                     writer=self)
-
-    # Views. Basic indexing (integers, slices, None, ...) that keeps at least one axis gives a
-    # view, as in NumPy and PyTorch: an in-place change of the view reaches its base (recorded
-    # as base[key] = view), and one of the base reaches its live views (recorded as base[key]).
-    # The values stay copy-on-write; only these links make them behave as shared memory.
-    @staticmethod
-    def _add_view(views, view):
-        n = len(views)
-        if n >= 8 and not n & (n - 1):  # drop dead ones at powers of two: amortized O(1)
-            views[:] = [ref for ref in views if ref() is not None]
-        views.append(weakref.ref(view))
-
-    def _refresh_views(self, writer=None):
-        """Give this Variable's live views (but ``writer``, which made the change) its new
-        values: ``view = self[key]``, recorded while grad mode is on."""
-        for ref in list(self._views):
-            view = ref()
-            if view is None or view is writer:
-                continue
-            fresh = self._backend.ns._getitem(self, view._view[1])
-            view._data = fresh._data  # (this backend's, of its dtype: no check)
-            leaf = view.grad_fn is None and view._requires_grad
-            if _grad_mode.state.enabled and not leaf:  # under no_grad only the value changes
-                old_node, old_nr = view.grad_fn, view._output_nr
-                view.grad_fn, view._output_nr = fresh.grad_fn, fresh._output_nr
-                view._requires_grad = fresh._requires_grad
-                if view._retains_grad:
-                    view._retain_moves(old_node, old_nr)
-            if getattr(view, "_views", None):
-                view._refresh_views()
 
     def _inplace(self, name, other, op):
         self._inplace_check(op)
@@ -774,8 +761,8 @@ class Variable:
         return self
 
     def __setitem__(self, key, value):
-        view = getattr(value, "_view", None) if value.__class__ is Variable else None
-        if view is not None and view[1] is key and _base(view) is self:
+        link = getattr(value, "_view", None) if value.__class__ is Variable else None
+        if link is not None and link.key is key and link.base() is self:
             return  # x[key] op= y: the view x[key] has already written itself back
         self._inplace_check("__setitem__")
         result = self._backend.ns._setitem(self, key, value, self._owns_data())
@@ -784,26 +771,21 @@ class Variable:
     def _owns_data(self) -> bool:
         """Whether nothing but this Variable holds its array (no view, no saved value, no
         user's name), so that a write into it is seen by no one else."""
-        holder, owned = [self._data], None
-        self._data = None
+        holder, owned = [self._values], None
+        self._values = None
         try:
             owned = take(holder, 0, min_bytes=0)  # a copy costs as much as the write saves
         finally:
-            self._data = holder[0] if owned is None else owned
+            self._values = holder[0] if owned is None else owned
         return owned is not None
 
     def __getitem__(self, key):
         result = self._backend.ns._getitem(self, key)
         if (key.__class__ is slice or key.__class__ is int or _selects_a_view(key)) \
-                and result._data.ndim:
-            # A view holds its base weakly (nothing else sees a dead base), but a view of a
-            # view holds that one (z[1:][0] must reach z through the temporary z[1:]).
-            result._view = (self if getattr(self, "_view", None) else weakref.ref(self), key)
-            views = getattr(self, "_views", None)
-            if views is None:
-                self._views = [weakref.ref(result)]
-            else:
-                self._add_view(views, result)
+                and result._values.ndim:
+            ns = self._backend.ns
+            _views.link(self, result, lambda base: ns._getitem(base, key),
+                        lambda base, view: ns._setitem(base, key, view), key=key)
         return result
 
     # ------------------------------------------------ the methods NumPy and torch users type
