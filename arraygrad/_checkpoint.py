@@ -16,7 +16,7 @@ import contextlib
 import sys
 from collections import Counter
 
-from . import _engine, _grad_mode
+from . import _engine, _grad_mode, _watch
 from ._plugins import registry
 from ._variable import Variable
 from .errors import BackwardError
@@ -40,7 +40,7 @@ def checkpoint(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     random_states = _random_states()
     since = _grad_mode.serial()
-    with _engine.new_nodes() as created:
+    with _watch.new_nodes() as created:
         result = fn(*args, **kwargs)
     items, rebuild = _flatten(result)
     internal = set(created)
@@ -92,7 +92,7 @@ class _Segment:
         create_graph = _grad_mode.state.enabled  # the engine sets the mode to create_graph
         since = _grad_mode.serial()
         with _grad_mode.enable_grad(), _restored(self.random_states), \
-                _engine.new_nodes() as created:
+                _watch.new_nodes() as created:
             result = self.fn(*self.args, **self.kwargs)
         items, _ = _flatten(result)
         internal = set(created)

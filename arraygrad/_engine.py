@@ -21,73 +21,16 @@ hooks takes one around those; nothing else is locked, so no op pays for it.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
 from _thread import RLock as _RLock  # (what threading.RLock() returns, without its Python call)
 
-from . import _anomaly, _grad_mode
+from . import _anomaly, _grad_mode, _watch
 from ._buffers import take
 from .errors import BackwardError, GradientError, NoRuleError
 from .rules import broadcasts, device_of, is_complex, is_complex_dtype, sum_axes
 
 _FREED = object()
-
-anomaly = False
-"""Anomaly detection (``arraygrad.detect_anomaly``): global, as PyTorch's, so that it also
-covers backward passes run in other threads."""
-
-_watching = False
-"""Whether anything watches nodes being created: anomaly mode, or a checkpoint collecting its
-nodes in some thread. The one flag Node.__init__ reads, so that recording pays nothing else."""
-
-
-class _Collectors(threading.local):
-    lists: tuple = ()  # per thread: the lists that new nodes are appended to (checkpoint)
-
-
-_collectors = _Collectors()
-_collecting = 0  # threads' collectors now open, over all threads
-_watch_lock = threading.Lock()
-
-
-def _watch(node):
-    if anomaly:
-        node.forward_trace = _anomaly.stack()
-    for found in _collectors.lists:
-        found.append(node)
-
-
-def _update_watching():
-    global _watching
-    _watching = anomaly or _collecting > 0
-
-
-def set_anomaly(enabled: bool):
-    global anomaly
-    with _watch_lock:
-        anomaly = bool(enabled)
-        _update_watching()
-
-
-@contextlib.contextmanager
-def new_nodes():
-    """Collect in a list the nodes that this thread creates inside the block (checkpoint)."""
-    global _collecting
-    found: list = []
-    with _watch_lock:
-        _collecting += 1
-        _update_watching()
-    previous = _collectors.lists
-    _collectors.lists = previous + (found,)
-    try:
-        yield found
-    finally:
-        _collectors.lists = previous
-        with _watch_lock:
-            _collecting -= 1
-            _update_watching()
-
 
 class Pass:
     """One backward pass's settings, which nodes and hooks read: whether it keeps the saved
@@ -129,8 +72,8 @@ class Node:
         self.n_outputs = n_outputs
         self.pre_hooks = None  # {output_nr: {id: hook}} from Variable.register_hook
         self.retained = None  # {output_nr: weakref to a Variable that called retain_grad()}
-        if _watching:
-            _watch(self)
+        if _watch.watching:
+            _watch.watch(self)
 
     @classmethod
     def of_edges(cls, rule, backend, edges, meta, saved, params, n_outputs=1):
@@ -407,7 +350,12 @@ def backward(roots, retain_graph, create_graph, variables, capture=None, cut=Fal
     with _grad_mode.set_grad_enabled(bool(create_graph)):
         while ready:
             node = ready.pop()
-            results = _run(node, buffers.pop(node, None), run, stops, capture)
+            grads = buffers.pop(node, None)
+            if stops and node in stops:  # captured, and neither run nor passed
+                if grads is not None:
+                    _captured(capture, node, grads)
+                continue
+            results = _run(node, grads, run, capture)
             for i, child in enumerate(node.inputs):
                 if child is None:
                     continue
@@ -419,16 +367,12 @@ def backward(roots, retain_graph, create_graph, variables, capture=None, cut=Fal
     return capture
 
 
-def _run(node, grads, run, stops, capture):
+def _run(node, grads, run, capture):
     """Run one node on its gradients ``grads`` (None where none reached it); return its inputs'
     gradients, or None where nothing is to be passed on."""
-    if stops and node in stops:
-        if grads is not None:
-            _captured(capture, node, grads)
-        return None
     if grads is None:  # reached, but no gradient came: its saved values go now, as if it had
-        if not run.retain_graph and type(node) is Node:  # run (as PyTorch's engine frees those
-            node.saved = _FREED  # of every node it reaches)
+        if not run.retain_graph and type(node) is Node:  # run (as PyTorch's engine frees
+            node.saved = _FREED  # those of every node it reaches)
         return None
     if type(node) is Node and (node.pre_hooks or node.retained):
         grads = _node_hooks(node, grads, run)
@@ -437,10 +381,10 @@ def _run(node, grads, run, stops, capture):
     try:
         results = node.apply(grads, run)
     except Exception as error:
-        if anomaly:
+        if _watch.anomaly:
             _anomaly.annotate(error, node)
         raise
-    if anomaly and results:
+    if _watch.anomaly and results:
         _anomaly.check(node, [getattr(r, "_values", r) for r in results])
     return results
 
