@@ -90,9 +90,10 @@ class _Recorder(Arguments):
             len(rule.params), len(rule.params) if self.positional is None else
             self.positional - self.arity)
         self.numbers = name in _standard.ELEMENTWISE and not self.arrays_only
-        # What the node saves: (kind, index, a bit mask of the inputs whose VJPs read it).
+        # What the node saves: (kind, index, a bit mask of the inputs whose VJPs read it, from
+        # bit 1 for input 0: see node()).
         self.saves = () if rule is None else tuple(
-            (kind, index, -1 if readers is None else sum(1 << i for i in readers))
+            (kind, index, -1 if readers is None else sum(2 << i for i in readers))
             for (kind, index), readers in zip(rule.sources, rule.users))
         # dask's shapes may be unknown (NaN) where they depend on data: refused when recorded.
         self.unknown_shapes = not backend.capabilities()["data_dependent_shapes"]
@@ -127,21 +128,21 @@ class _Recorder(Arguments):
         """The Node of a call: per input, the node its gradient goes to; the inputs' and
         outputs' shapes and dtypes; what the rule's VJPs read."""
         nodes, nrs, meta = [], [], []
-        needs = 0  # a bit mask of the inputs that need a gradient
-        for i, (v, r) in enumerate(zip(inputs, raw_inputs)):
+        needs = bit = 1  # a bit mask of the inputs that need a gradient, from bit 1
+        for v, r in zip(inputs, raw_inputs):
+            bit <<= 1
             if v.__class__ is Variable and v._requires_grad:
                 nodes.append(v.grad_fn or accumulator(v))
                 nrs.append(v._output_nr)
-                needs |= 1 << i
+                needs |= bit
             else:
                 nodes.append(None)
                 nrs.append(0)
-            meta.append(None if r.__class__ in _NUMBERS or not hasattr(r, "shape") else
-                        (tuple(r.shape), r.dtype))
+            meta.append(None if r.__class__ in _NUMBERS or r is None else (r.shape, r.dtype))
         for o in outs:
             if self.unknown_shapes and any(n is None or n != n for n in o.shape):
                 raise _unknown_shape(self.name, self.backend, o)
-            meta.append((tuple(o.shape), o.dtype))
+            meta.append((o.shape, o.dtype))
         return Node(self.rule, self.backend, tuple(nodes), tuple(nrs), tuple(meta),
                     self.saved(needs, raw_inputs, outs, multiple), params,
                     len(outs) if multiple else 1)
@@ -279,8 +280,7 @@ def build_namespace(backend) -> Namespace:
             function = _plain(backend, name, raw_function)
         else:
             rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
-            recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
-            function = _calling(recorder)
+            function = recorders[name] = _Recorder(backend, name, raw_function, rule)
             if name in _VIEW_FUNCTIONS:
                 function = _viewing(function, _VIEW_FUNCTIONS[name])
             if name in REAL_CONSTANT:  # sign: recorded for complex arguments only
@@ -365,23 +365,16 @@ def _build_special(backend):
     for name, rule in SPECIAL.items():
         raw_function = getattr(raw_special, name, None)
         if raw_function is not None:
-            recorder = _Recorder(backend, rule.name, raw_function, rule)
-            function = _calling(recorder)
+            function = _Recorder(backend, rule.name, raw_function, rule)
             function.__name__ = function.__qualname__ = name
             function.__doc__ = getattr(raw_function, "__doc__", None)
             setattr(special, name, function)
     return special
 
 
-def _calling(recorder):
-    """The recorder as a plain function, to take the backend function's name and docs."""
-    def function(*args, **kwargs):
-        return recorder(*args, **kwargs)
-    return function
-
-
 def _install(ns, name, function, raw_function):
-    # Docs and signature (through __wrapped__) are the backend's own function's.
+    """Install ``function`` (a recorder, or a plain function) as ``ns.name``: docs and
+    signature (through ``__wrapped__``) are the backend's own function's."""
     functools.update_wrapper(function, raw_function, assigned=("__doc__",), updated=())
     # The standard's name, which errors quote (NumPy's atan2 is named arctan2).
     function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
