@@ -1,0 +1,91 @@
+"""Edges found by a differential fuzzer (against torch and JAX) and by HIPS autograd's own test
+suite: an outer Variable given to an inner transform, transforms under ``no_grad``, second
+derivatives at the special points of where-masked rules, NumPy calls on valid but unusual
+arguments, forward over forward through shape functions, and checkpoint's recomputation."""
+
+import numpy as np
+import pytest
+
+import arraygrad as ag
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+torch = pytest.importorskip("torch")
+jax.config.update("jax_enable_x64", True)
+
+X0 = np.array([0.3, -0.7])
+T0 = np.array([0.5, -0.4])
+S0 = np.array([0.9, 0.6])
+
+
+def _host(value):
+    return np.asarray(value.data if isinstance(value, ag.Variable) else value)
+
+
+def _f(xp, a, s):
+    """A scalar function of the inner argument ``a`` and the outer ``s``, non-linear in both."""
+    return xp.sum(xp.sin(a) * s + a * a * s * s)
+
+
+def _g(xp, a, s):
+    return xp.sin(a) * s + a * a * s
+
+
+# The inner transform gets the outer value s as its differentiated argument *and* closes over
+# it: its derivative is with respect to the argument alone (JAX), s being held in the closure.
+SAME = {
+    "grad": lambda T, xp, s: T.grad(lambda a: _f(xp, a, s))(s),
+    "value_and_grad": lambda T, xp, s: T.value_and_grad(lambda a: _f(xp, a, s))(s)[1],
+    "jacrev": lambda T, xp, s: T.jacrev(lambda a: _g(xp, a, s))(s),
+    "jacfwd": lambda T, xp, s: T.jacfwd(lambda a: _g(xp, a, s))(s),
+    "hessian": lambda T, xp, s: T.hessian(lambda a: _f(xp, a, s))(s),
+    "jvp": lambda T, xp, s: T.jvp(lambda a: _g(xp, a, s), (s,), (T0,))[1],
+    "vjp": lambda T, xp, s: T.vjp(lambda a: _g(xp, a, s), s)[1](T0)[0],
+    "argnums-twice": lambda T, xp, s: xp.stack(
+        T.grad(lambda a, b: _f(xp, a, b), argnums=(0, 1))(s, s)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME))
+def test_an_outer_variable_given_as_the_inner_argument_is_a_new_variable(name):
+    """``grad(lambda x: grad(lambda a: a * x)(x))`` is 1, not 2: the values and the outer
+    gradient are JAX's."""
+    inner, xp = SAME[name], ag.namespace("numpy")
+    outer_ag = lambda s: xp.sum(xp.sin(inner(ag, xp, s)))  # noqa: E731
+    outer_jax = lambda s: jnp.sum(jnp.sin(inner(jax, jnp, s)))  # noqa: E731
+    np.testing.assert_allclose(_host(inner(ag, xp, ag.Variable(S0))),
+                               np.asarray(inner(jax, jnp, jnp.asarray(S0))), rtol=1e-12)
+    np.testing.assert_allclose(_host(ag.grad(outer_ag)(S0)),
+                               np.asarray(jax.grad(outer_jax)(jnp.asarray(S0))), rtol=1e-10)
+
+
+def test_the_scalar_cases_of_the_report():
+    assert float(ag.grad(lambda x: ag.grad(lambda a: a * x)(x))(3.0)) == 1.0
+    assert float(ag.grad(lambda x: ag.jvp(lambda a: a * x, (x,), (1.0,))[1])(3.0)) == 1.0
+    x = ag.Variable(np.array(3.0), requires_grad=True)
+    assert [float(_host(g)) for g in ag.grad(lambda a, b: a * b, argnums=(0, 1))(x, x)] == [3, 3]
+
+
+NO_GRAD = {
+    "grad": lambda T, xp, x: T.grad(lambda a: _f(xp, a, S0))(x),
+    "value_and_grad": lambda T, xp, x: T.value_and_grad(lambda a: _f(xp, a, S0))(x)[1],
+    "jacrev": lambda T, xp, x: T.jacrev(lambda a: _g(xp, a, S0))(x),
+    "jacfwd": lambda T, xp, x: T.jacfwd(lambda a: _g(xp, a, S0))(x),
+    "hessian": lambda T, xp, x: T.hessian(lambda a: _f(xp, a, S0))(x),
+    "jvp": lambda T, xp, x: T.jvp(lambda a: _g(xp, a, S0), (x,), (T0,))[1],
+    "vjp": lambda T, xp, x: T.vjp(lambda a: _g(xp, a, S0), x)[1](T0)[0],
+}
+
+
+@pytest.mark.parametrize("given", ["raw", "leaf"])
+@pytest.mark.parametrize("name", sorted(NO_GRAD))
+def test_transforms_compute_their_derivatives_under_no_grad(name, given):
+    """As ``torch.func`` and JAX: the derivatives are computed whatever the outer grad mode; a
+    Variable result is then connected to no graph."""
+    x = X0 if given == "raw" else ag.Variable(X0, requires_grad=True)
+    with ag.no_grad():
+        found = NO_GRAD[name](ag, ag.namespace("numpy"), x)
+    assert not (isinstance(found, ag.Variable) and found.requires_grad)
+    np.testing.assert_allclose(_host(found), np.asarray(NO_GRAD[name](jax, jnp, jnp.asarray(X0))),
+                               rtol=1e-12)
+    assert ag.is_grad_enabled()
