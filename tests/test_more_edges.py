@@ -89,3 +89,77 @@ def test_transforms_compute_their_derivatives_under_no_grad(name, given):
     np.testing.assert_allclose(_host(found), np.asarray(NO_GRAD[name](jax, jnp, jnp.asarray(X0))),
                                rtol=1e-12)
     assert ag.is_grad_enabled()
+
+
+# --------------------------------------------------- second derivatives at special points
+XP = ag.namespace("numpy")
+
+
+def _hessian_ag(f, point):
+    """The Hessian of the scalar ``f`` of scalars, by grad of grad (reverse over reverse)."""
+    n = len(point)
+    args = [np.array(p) for p in point]
+    with np.errstate(all="ignore"):
+        return np.array([[float(_host(ag.grad(lambda *a, i=i: ag.grad(f, argnums=i)(*a),
+                                              argnums=j)(*args))) for j in range(n)]
+                         for i in range(n)])
+
+
+def _hessian_torch(f, point):
+    ts = [torch.tensor(p, dtype=torch.float64, requires_grad=True) for p in point]
+    first = torch.autograd.grad(f(*ts), ts, create_graph=True)
+    return np.array([[0.0 if h is None else h.item() for h in torch.autograd.grad(
+        g, ts, retain_graph=True, allow_unused=True)] for g in first])
+
+
+def _hessian_jax(f, point):
+    return np.array(jax.hessian(f, argnums=tuple(range(len(point))))(*point))
+
+
+# name: (arraygrad's f, the reference's f, where, the reference: torch or JAX). Each formula
+# masks a branch that is not finite at the point; differentiating that branch gave NaN.
+SECOND = {
+    "pow/exponent, base 0": (lambda y: XP.pow(0.0, y), lambda y: jnp.power(0.0, y), (0.5,),
+                             _hessian_jax),
+    "np.power/exponent, base 0": (lambda y: np.power(0.0, y), lambda y: jnp.power(0.0, y),
+                                  (2.0,), _hessian_jax),
+    "pow/base at exponent 0": (lambda x: XP.pow(x, XP.asarray(0.0)),
+                               lambda x: 1.0 + 0.0 * x, (0.0,), _hessian_jax),  # x ** 0
+    "pow/exponent, array base 0": (lambda y: XP.pow(XP.zeros_like(y), y),
+                                   lambda y: jnp.power(jnp.zeros_like(y), y), (0.5,),
+                                   _hessian_jax),
+    "xlogy/at x1 = 0": (lambda a, b: XP.xlogy(a, b), torch.xlogy, (0.0, 2.0), _hessian_torch),
+    "sinc/at 0": (lambda x: XP.sinc(x), jnp.sinc, (0.0,), _hessian_jax),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND))
+def test_second_derivatives_at_special_points_are_the_references(name):
+    f, reference, point, hessian = SECOND[name]
+    np.testing.assert_allclose(_hessian_ag(f, point), hessian(reference, point), rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_xlogy_first_derivative_in_x1_at_zero_is_log_x2_as_in_torch_and_jax():
+    found = ag.grad(lambda a, b: XP.sum(XP.xlogy(a, b)), argnums=(0, 1))(np.zeros(3),
+                                                                 np.array([2.0, 0.0, -1.0]))
+    a, b = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in ([0.0] * 3, [2.0, 0.0, -1.0]))
+    expected = torch.autograd.grad(torch.xlogy(a, b).sum(), (a, b))
+    for g, e in zip(found, expected):
+        np.testing.assert_array_equal(g, e.numpy())
+
+
+@pytest.mark.parametrize("name", ["rel_entr", "kl_div"])
+def test_the_masked_logarithm_of_rel_entr_has_no_nan_second_derivative(name):
+    """At ``x = 0`` the derivative in ``x`` is 0 (PyTorch's convention), so is its derivative
+    in ``y``; in ``y`` it is ``-x / y`` (``1 - x / y``), whose derivative in ``x`` is ``-1/y``."""
+    found = _hessian_ag(lambda a, b: getattr(XP.special, name)(a, b), (0.0, 2.0))
+    np.testing.assert_array_equal(found, [[0.0, 0.0], [-0.5, 0.0]])
+
+
+def test_the_frobenius_norm_at_zero_has_the_second_derivative_of_the_vector_norm():
+    """No second derivative exists at 0 (PyTorch: NaN); both norms give 0, not the identity."""
+    fro = _hessian_ag(lambda a, b: XP.linalg.matrix_norm(XP.reshape(XP.stack([a, b]), (1, 2))),
+                      (0.0, 0.0))
+    vec = _hessian_ag(lambda a, b: XP.linalg.vector_norm(XP.stack([a, b])), (0.0, 0.0))
+    np.testing.assert_array_equal(fro, vec)
