@@ -163,3 +163,37 @@ def test_the_frobenius_norm_at_zero_has_the_second_derivative_of_the_vector_norm
                       (0.0, 0.0))
     vec = _hessian_ag(lambda a, b: XP.linalg.vector_norm(XP.stack([a, b])), (0.0, 0.0))
     np.testing.assert_array_equal(fro, vec)
+
+
+# ------------------------------------------------------- NumPy calls on unusual valid input
+def _central_gradient(f, x, eps=1e-6):
+    """The gradient of the scalar ``f`` at ``x`` by float64 central differences."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+V = np.arange(6.0).reshape(2, 3) + 1.0
+NUMPY_CALLS = {  # each as NumPy takes it; the Variable's value and gradient must be NumPy's
+    "tensordot/axes=[-1, 0]": lambda v: np.tensordot(v, np.ones((3, 2)) * 2, axes=[-1, 0]),
+    "hstack/one 2-d array": lambda v: np.hstack(v),
+    "hstack/one 1-d array": lambda v: np.hstack(v[0]),
+    "vstack/one 1-d array": lambda v: np.vstack(v[1]),
+    "swapaxes/same axis": lambda v: np.swapaxes(v, 1, 1),
+    "average/axis list": lambda v: np.average(v, axis=[0, 1]),
+    "average/axis list, weights": lambda v: np.average(v, axis=[1], weights=np.ones((2, 3))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_CALLS))
+def test_numpy_calls_on_unusual_valid_arguments(name):
+    f = NUMPY_CALLS[name]
+    weights = np.linspace(0.5, 1.5, np.size(f(V))).reshape(np.shape(f(V)))
+    found = f(ag.Variable(V))
+    np.testing.assert_array_equal(_host(found), f(V))
+    gradient = ag.grad(lambda v: (f(v) * weights).sum())(V)
+    np.testing.assert_allclose(gradient, _central_gradient(lambda v: np.sum(f(v) * weights), V),
+                               rtol=1e-7)
