@@ -197,3 +197,37 @@ def test_numpy_calls_on_unusual_valid_arguments(name):
     gradient = ag.grad(lambda v: (f(v) * weights).sum())(V)
     np.testing.assert_allclose(gradient, _central_gradient(lambda v: np.sum(f(v) * weights), V),
                                rtol=1e-7)
+
+
+# ----------------------------------------- forward over forward through shape functions
+SHAPES = {  # (arraygrad's, JAX's) function of a 4-vector
+    "stack/one array, axis 1": (lambda t: XP.stack((t,), axis=1), lambda t: jnp.stack((t,), axis=1)),
+    "concat": (lambda t: XP.concat((t, XP.sin(t))), lambda t: jnp.concatenate((t, jnp.sin(t)))),
+    "unstack": (lambda t: XP.unstack(XP.reshape(t, (2, 2)))[1], lambda t: jnp.reshape(t, (2, 2))[1]),
+    "np.split": (lambda t: np.split(t, 2)[1], lambda t: jnp.split(t, 2)[1]),
+    "meshgrid": (lambda t: XP.meshgrid(t, t)[1], lambda t: jnp.meshgrid(t, t)[1]),
+    "eigh": (lambda t: XP.linalg.eigh(XP.reshape(t, (2, 2)) + XP.reshape(t, (2, 2)).mT)[0],
+             lambda t: jnp.linalg.eigh(jnp.reshape(t, (2, 2)) + jnp.reshape(t, (2, 2)).T)[0]),
+}
+X4, T4 = np.array([0.3, -0.7, 1.1, 0.4]), np.array([1.0, 0.5, -0.2, 0.3])
+
+
+@pytest.mark.parametrize("mode", ["forward-over-forward", "forward-over-reverse",
+                                  "reverse-over-forward"])
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_second_order_through_shape_and_multi_output_functions(name, mode):
+    """A guard (this passed already): each nesting of modes through functions whose tangents
+    or cotangents are built per output, against JAX."""
+    f_ag, f_jax = SHAPES[name]
+    g_ag = lambda t: XP.sin(f_ag(t)) * f_ag(t)  # noqa: E731
+    g_jax = lambda t: jnp.sin(f_jax(t)) * f_jax(t)  # noqa: E731
+    if mode == "forward-over-forward":
+        found = ag.jvp(lambda x: ag.jvp(g_ag, (x,), (T4,))[1], (X4,), (T4,))[1]
+        expected = jax.jvp(lambda x: jax.jvp(g_jax, (x,), (T4,))[1], (X4,), (T4,))[1]
+    elif mode == "forward-over-reverse":
+        found = ag.jvp(lambda x: ag.grad(lambda y: XP.sum(g_ag(y)))(x), (X4,), (T4,))[1]
+        expected = jax.jvp(lambda x: jax.grad(lambda y: jnp.sum(g_jax(y)))(x), (X4,), (T4,))[1]
+    else:
+        found = ag.grad(lambda x: XP.sum(ag.jvp(g_ag, (x,), (T4,))[1]))(X4)
+        expected = jax.grad(lambda x: jnp.sum(jax.jvp(g_jax, (x,), (T4,))[1]))(X4)
+    np.testing.assert_allclose(_host(found), np.asarray(expected), rtol=1e-10, atol=1e-12)
