@@ -53,7 +53,7 @@ def checkpoint(fn, *args, **kwargs):
     inputs = _inputs(outputs, internal, since)
     backend = outputs[0]._backend
     segment = _Segment(fn, args, kwargs, positions, inputs, random_states,
-                       [_kept(o) for o in outputs], _recorded(internal))
+                       [_kept(o) for o in outputs], _recorded(internal), _read(internal))
     meta = list(inputs.values()) + [(tuple(o.data.shape), o.data.dtype) for o in outputs]
     edges = tuple(inputs)
     # saved: a token, so that backward without retain_graph marks the node freed, and a second
@@ -69,12 +69,14 @@ class _Segment:
     """What backward needs to run a checkpointed segment again."""
 
     __slots__ = ("fn", "args", "kwargs", "positions", "edges", "values", "random_states",
-                 "outputs", "recorded")
+                 "outputs", "recorded", "read")
 
-    def __init__(self, fn, args, kwargs, positions, inputs, random_states, outputs, recorded):
+    def __init__(self, fn, args, kwargs, positions, inputs, random_states, outputs, recorded,
+                 read):
         self.fn, self.args, self.kwargs, self.positions = fn, args, kwargs, positions
         self.edges = set(inputs)
         self.random_states, self.outputs, self.recorded = random_states, outputs, recorded
+        self.read = read
         # The arrays of the arguments and leaves read, to catch an in-place change before backward.
         variables = [a for a in (*args, *kwargs.values()) if isinstance(a, Variable)]
         variables += [node.variable for node, _ in inputs
@@ -106,6 +108,13 @@ class _Segment:
                 "another graph than in the forward pass (other outputs, or other inputs "
                 "reached). A checkpointed function must compute the same thing each time it "
                 "runs: no randomness, no dependence on state that changed since.")
+        if _read(internal) != self.read:
+            raise BackwardError(
+                f"checkpoint: run again for backward, the function {_name(self.fn)} read other "
+                "values than in the forward pass (an array it uses as a constant, such as a "
+                "mask, indices or a closure's array, holds other values now), so its gradients "
+                "would be wrong. Change the arrays a checkpointed function reads only after "
+                "backward(), or give it a copy (xp.asarray(mask, copy=True)).")
         for j, (output, kept) in enumerate(zip(outputs, self.outputs)):
             if kept is not None and not _same(output._backend.raw, kept, output.data):
                 raise BackwardError(
@@ -238,6 +247,65 @@ def _recorded(nodes) -> Counter:
     outputs (counted, as the order of an inner backward's nodes may vary): another branch
     taken the second time is seen even where it gives the same outputs."""
     return Counter((node.name(), repr(getattr(node, "meta", None))) for node in nodes)
+
+
+def _read(nodes) -> Counter:
+    """A fingerprint of the constants the recorded nodes read (see ``_constants``), counted
+    per node as ``_recorded``: each array's shape, dtype, sum and position-weighted sum, so
+    that a constant changed in place between the two runs (another mask giving the same
+    outputs) is seen without keeping a copy. The values computed from the segment's inputs
+    need none: the inputs are checked, and the outputs compared. Empty where reading values
+    would compute a lazy graph (Dask's)."""
+    found = Counter()
+    for node in nodes:
+        backend = getattr(node, "backend", None)
+        saved = getattr(node, "saved", None)
+        if backend is None or not isinstance(saved, tuple):  # a leaf, or freed
+            continue
+        capabilities = backend.capabilities()
+        if not (capabilities["host_reads"] or capabilities["data_dependent_shapes"]):
+            continue
+        arrays = _arrays(_constants(node, saved), backend)
+        found[(node.name(), tuple(_fingerprint(backend.raw, a) for a in arrays))] += 1
+    return found
+
+
+def _constants(node, saved):
+    """The values ``node`` saved of its arguments that need no gradient (a mask, a detached
+    array, a closure's array: ``node.inputs`` has None for them), and its options (indices);
+    everything it saved where its rule does not say where each saved value comes from."""
+    sources = getattr(node.rule, "sources", None)
+    if sources is None or len(sources) != len(saved):
+        yield from saved
+    else:
+        for (kind, i), value in zip(sources, saved):
+            if kind == "input" and i < len(node.inputs) and node.inputs[i] is None:
+                yield value
+            elif kind == "inputs" and isinstance(value, (tuple, list)):
+                yield [v for v, child in zip(value, node.inputs) if child is None]
+    yield from (node.params or {}).values()
+
+
+def _arrays(values, backend):
+    """The backend arrays among ``values`` (in tuples and lists too)."""
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            yield from _arrays(value, backend)
+        elif type(value) in backend._plain_types:
+            yield value
+
+
+def _fingerprint(xp, a) -> tuple:
+    """``a``'s shape, dtype, sum and sum weighted by position, as text (NaN equals NaN)."""
+    if a.size == 0:
+        return (tuple(a.shape), str(a.dtype))
+    flat = xp.reshape(a, (-1,))
+    complex_ = xp.isdtype(a.dtype, "complex floating")
+    if not complex_:
+        flat = xp.astype(flat, xp.float64 if hasattr(xp, "float64") else xp.float32)
+    weights = xp.astype(xp.arange(1, flat.shape[0] + 1), flat.dtype)
+    return (tuple(a.shape), str(a.dtype), repr(complex(xp.sum(flat))),
+            repr(complex(xp.sum(flat * weights))))
 
 
 def _name(fn) -> str:

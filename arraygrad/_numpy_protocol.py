@@ -526,6 +526,7 @@ def _round(a, decimals=0):
 def _average(a, axis=None, weights=None, returned=False, keepdims=False):
     xp = _namespace_of([a, weights])
     a = xp.asarray(a)
+    axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes any sequence of axes
     if weights is None:
         total = xp.mean(a, axis=axis, keepdims=keepdims)
         count = xp.asarray(a.size / total.size if total.size else 0.0, dtype=a.dtype)

@@ -12,6 +12,7 @@ no input (a number, a raw array) has zero derivatives, as in JAX.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
@@ -63,10 +64,23 @@ def _internal_leaf(value):
     return leaf
 
 
-def _leaf(value, path, transform):
-    """A leaf Variable requiring grad for the value at ``path``."""
+def _standing_for(value, outer):
+    """The Variable a transform differentiates with respect to, for the Variable ``value``
+    given as its argument: a new node recorded on ``value`` (an identity) where ``value``
+    belongs to an outer graph that is recording (``outer``), so that the transform's
+    derivatives are taken with respect to its argument alone, not to ``value`` wherever else
+    it enters ``f`` (a closure, another argument): ``grad(lambda a: a * x)(x)`` is ``x``, as in
+    JAX. Otherwise a new leaf holding its data: no outer graph is to be kept."""
+    if value.requires_grad and outer:
+        with _grad_mode.enable_grad():
+            return value.__array_namespace__().positive(value)
+    return _internal_leaf(value.data)
+
+
+def _leaf(value, path, transform, outer=True):
+    """A Variable requiring grad, new to this transform, for the value at ``path``."""
     if isinstance(value, Variable):
-        return value if value.requires_grad else _internal_leaf(value.data)
+        return _standing_for(value, outer)
     if isinstance(value, (bool, int)) or type(value).__name__ in ("str", "bytes"):
         raise TypeError(f"{transform}(): {path} is a Python {type(value).__name__}, which cannot "
                         "be differentiated: pass it in an argument outside argnums (or in a "
@@ -81,16 +95,17 @@ def _leaf(value, path, transform):
         raise renamed from exc
 
 
-def _prepare(args, argnums, transform):
-    """The arguments to call ``f`` with (the differentiated ones' leaves as leaf Variables),
-    the positions, and one ``_Wrt`` per position."""
+def _prepare(args, argnums, transform, outer=True):
+    """The arguments to call ``f`` with (the differentiated ones' leaves as new Variables,
+    see ``_leaf``), the positions, and one ``_Wrt`` per position. ``outer``: whether grad mode
+    was on where the transform was called."""
     positions = _positions(argnums, len(args), transform)
     call, done, since = list(args), {}, _grad_mode.serial()
     for i in positions:
         if i not in done:  # argnums=(0, 0) names one argument twice: one set of leaves
             leaves, structure = _pytree.flatten(args[i])
             names = _pytree.paths(structure, f"args[{i}]")
-            variables = [_leaf(v, p, transform) for v, p in zip(leaves, names)]
+            variables = [_leaf(v, p, transform, outer) for v, p in zip(leaves, names)]
             call[i] = _pytree.unflatten(structure, variables)
             done[i] = _Wrt(variables, [not isinstance(v, Variable) for v in leaves], structure,
                            since)
@@ -148,13 +163,24 @@ def _connect(wrts):
     return True
 
 
-def _connected(wrts, outs, *given):
+def _connected(outer, wrts, outs, *given):
     """Whether the results must stay connected to an outer graph, and so be recorded and given
-    as Variables: a Variable that requires grad was given (an argument, differentiated or not,
-    a keyword, a tangent), or the outputs depend on one (a closure)."""
-    if _nested(*given) or _closes_over_graph(outs, wrts):
+    as Variables: grad mode was on where the transform was called (``outer``), and a Variable
+    that requires grad was given (an argument, differentiated or not, a keyword, a tangent), or
+    the outputs depend on one (a closure)."""
+    if outer and (_nested(*given) or _closes_over_graph(outs, wrts)):
         return _connect(wrts)
     return False
+
+
+@contextlib.contextmanager
+def _differentiating():
+    """Run a transform's body with grad mode on, giving whether it was on outside: a
+    transform computes its derivatives even under ``no_grad`` (as ``torch.func`` and JAX), and
+    its results are connected to an outer graph only where that mode was on."""
+    outer = _grad_mode.state.enabled
+    with _grad_mode.enable_grad():
+        yield outer
 
 
 def _describe(value):
@@ -228,29 +254,35 @@ def value_and_grad(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def value_and_gradient(*args, **kwargs):
-        call, positions, wrts = _prepare(args, argnums, "grad")
-        result = f(*call, **kwargs)
-        if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
-            raise TypeError(
-                "grad(has_aux=True) needs f to return a pair (output, aux), got "
-                f"{_describe(result)}")
-        value, aux = result if has_aux else (result, None)
-        value = _output(value, wrts, "grad")
-        if value.size != 1:
-            raise BackwardError(
-                f"grad() needs f to return a single-element Variable, got "
-                f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
-                "for other outputs")
-        create_graph = _connected(wrts, [value], args, kwargs)
-        grads = _gradients(value, wrts, create_graph)
-        gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
-        raw = _all_raw(wrts)
-        value = _out(value, raw) if create_graph else _out(value.detach(), raw)
-        if has_aux:
-            return (value, _aux_out(aux, create_graph, raw)), gradient
-        return value, gradient
+        with _differentiating() as outer:
+            return _value_and_grad(f, argnums, has_aux, outer, args, kwargs)
 
     return value_and_gradient
+
+
+def _value_and_grad(f, argnums, has_aux, outer, args, kwargs):
+    """``value_and_grad(f, argnums, has_aux)(*args, **kwargs)``, grad mode on."""
+    call, positions, wrts = _prepare(args, argnums, "grad", outer)
+    result = f(*call, **kwargs)
+    if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(
+            "grad(has_aux=True) needs f to return a pair (output, aux), got "
+            f"{_describe(result)}")
+    value, aux = result if has_aux else (result, None)
+    value = _output(value, wrts, "grad")
+    if value.size != 1:
+        raise BackwardError(
+            f"grad() needs f to return a single-element Variable, got "
+            f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
+            "for other outputs")
+    create_graph = _connected(outer, wrts, [value], args, kwargs)
+    grads = _gradients(value, wrts, create_graph)
+    gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
+    raw = _all_raw(wrts)
+    value = _out(value, raw) if create_graph else _out(value.detach(), raw)
+    if has_aux:
+        return (value, _aux_out(aux, create_graph, raw)), gradient
+    return value, gradient
 
 
 def _gradients(value, wrts, create_graph):
@@ -283,13 +315,19 @@ def vjp(f, *primals, has_aux=False):
     with ``cotangent`` of the structure of ``f``'s output, gives a tuple with one gradient per
     primal, each of that primal's structure."""
     _callable(f, "vjp")
-    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "vjp")
-    out, aux = _split_aux(f(*call), has_aux, "vjp")
-    outs, structure = _outputs(out, wrts, "vjp")
+    with _differentiating() as outer:
+        call, _, wrts = _prepare(primals, tuple(range(len(primals))), "vjp", outer)
+        out, aux = _split_aux(f(*call), has_aux, "vjp")
+        outs, structure = _outputs(out, wrts, "vjp")
     inputs = [v for w in wrts for v in w.leaves]
-    create_graph = _connected(wrts, outs, primals)
+    create_graph = _connected(outer, wrts, outs, primals)
 
     def vjp_fn(cotangent):
+        with _differentiating() as now:
+            return _pull(cotangent, now)
+
+    def _pull(cotangent, now):
+        """``vjp_fn(cotangent)``, grad mode on; ``now``: whether it was on outside."""
         if isinstance(out, (tuple, list)) and not (
                 isinstance(cotangent, (tuple, list)) and len(cotangent) == len(out)):
             raise ValueError(f"vjp_fn(): f returned {len(out)} outputs, so it takes a tuple of "
@@ -302,7 +340,7 @@ def vjp(f, *primals, has_aux=False):
                                     f"f's output{path} has shape {tuple(o.shape)}: they must "
                                     "match")
         # a cotangent that requires grad (an outer transform's) is recorded into the result
-        connected = create_graph or _nested(cotangents)
+        connected = now and (create_graph or _nested(cotangents))
         live = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
         grads = autograd.grad([o for o, _ in live], inputs, [c for _, c in live],
                               retain_graph=True, create_graph=connected,
@@ -382,11 +420,11 @@ def _jvp_by_transposed_vjp(outs, inputs, tangents):
     return [r if r is not None else _zeros(o.detach()) for r, o in zip(results, outs)]
 
 
-def _primals_and_tangents(primals, tangents, transform):
+def _primals_and_tangents(primals, tangents, transform, outer):
     """For ``jvp`` and ``hvp``: the call's arguments, the differentiated trees, their leaves,
     and the tangent of each leaf."""
     primals, tangents = _check_pairs(primals, tangents, transform)
-    call, _, wrts = _prepare(primals, tuple(range(len(primals))), transform)
+    call, _, wrts = _prepare(primals, tuple(range(len(primals))), transform, outer)
     inputs = [v for w in wrts for v in w.leaves]
     return call, wrts, inputs, _tangent_leaves(wrts, tangents, transform)
 
@@ -396,11 +434,12 @@ def jvp(f, primals, tangents, has_aux=False):
     through the rules' JVPs. ``primals`` and ``tangents`` are tuples with one pytree per
     argument of ``f``; the tangent out has the structure of ``f``'s output."""
     _callable(f, "jvp")
-    call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp")
-    out, aux = _split_aux(f(*call), has_aux, "jvp")
-    outs, structure = _outputs(out, wrts, "jvp")
-    connected = _connected(wrts, outs, primals, tangents)
-    pushed = _push(outs, inputs, given, connected)
+    with _differentiating() as outer:
+        call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp", outer)
+        out, aux = _split_aux(f(*call), has_aux, "jvp")
+        outs, structure = _outputs(out, wrts, "jvp")
+        connected = _connected(outer, wrts, outs, primals, tangents)
+        pushed = _push(outs, inputs, given, connected)
     raw = _all_raw(wrts)
     values = _pytree.unflatten(structure, [_out(o if connected else o.detach(), raw)
                                            for o in outs])
@@ -417,16 +456,17 @@ def hvp(f, primals, tangents):
     ``torch.func``; the product is a tuple with one tree per primal (as
     ``torch.autograd.functional.hvp``)."""
     _callable(f, "hvp")
-    call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "hvp")
-    value = _output(f(*call), wrts, "hvp")
-    if value.size != 1:
-        raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
-                            f"{getattr(value, 'shape', type(value).__name__)}")
-    connected = _connected(wrts, [value], primals, tangents)
-    grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
-        value.requires_grad and inputs) else [None] * len(inputs)
-    grads = [g if g is not None else _zeros(x.detach()) for g, x in zip(grads, inputs)]
-    products = _push(grads, inputs, given, connected)
+    with _differentiating() as outer:
+        call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "hvp", outer)
+        value = _output(f(*call), wrts, "hvp")
+        if value.size != 1:
+            raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
+                                f"{getattr(value, 'shape', type(value).__name__)}")
+        connected = _connected(outer, wrts, [value], primals, tangents)
+        grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
+            value.requires_grad and inputs) else [None] * len(inputs)
+        grads = [g if g is not None else _zeros(x.detach()) for g, x in zip(grads, inputs)]
+        products = _push(grads, inputs, given, connected)
     value = _out(value if connected else value.detach(), _all_raw(wrts))
     return value, tuple(_trees(wrts, products))
 
@@ -450,11 +490,16 @@ def _jacobian(f, argnums, has_aux, mode, transform):
 
     @functools.wraps(f)
     def jacobian_of(*args, **kwargs):
-        call, _, wrts = _prepare(args, argnums, transform)
+        with _differentiating() as outer:
+            return _jacobian_of(outer, args, kwargs)
+
+    def _jacobian_of(outer, args, kwargs):
+        """``jacobian_of(*args, **kwargs)``, grad mode on."""
+        call, _, wrts = _prepare(args, argnums, transform, outer)
         out, aux = _split_aux(f(*call, **kwargs), has_aux, transform)
         outs, structure = _outputs(out, wrts, transform)
         inputs = [v for w in wrts for v in w.leaves]
-        nested = _connected(wrts, outs, args, kwargs)
+        nested = _connected(outer, wrts, outs, args, kwargs)
         # Forward mode gives results that no outer graph sees: nested, go reverse (same values).
         blocks = (_forward_blocks if mode == "fwd" and not nested else _reverse_blocks)(
             outs, inputs, nested)

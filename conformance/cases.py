@@ -767,9 +767,13 @@ def _eig_invariant(xp, a):
 # Special functions (scipy.special's names) on the backends that provide them: inside each
 # domain; an integer order or a shape parameter without a gradient is a constant.
 SPECIAL_DOMAINS = {"erfinv": "unit", "erfcinv": "positive_below2", "logit": "probability",
-                   "ndtri": "probability", "betainc": "probability", "betaincc": "probability"}
-SPECIAL_CONSTANTS = {"polygamma": (2,), "gammainc": (1.7,), "gammaincc": (1.7,),
+                   "ndtri": "probability", "betainc": "probability", "betaincc": "probability",
+                   "multigammaln": "above1"}  # defined for a > (d - 1) / 2
+# Leading constant arguments (a Python int as it is, a float as a full array), and trailing
+# ones (multigammaln's dimension d follows a).
+SPECIAL_CONSTANTS = {"polygamma": (2,), "yn": (2,), "gammainc": (1.7,), "gammaincc": (1.7,),
                      "stdtr": (3.5,), "betainc": (2.5, 1.5), "betaincc": (2.5, 1.5)}
+SPECIAL_TRAILING = {"multigammaln": (3,)}
 
 
 def _special(xp, name):
@@ -786,12 +790,20 @@ def _special(xp, name):
     return getattr(special, name)
 
 
+def _special_call(name, leading, trailing):
+    """``xp.special.<name>`` of the case's arrays between its constant arguments."""
+    def call(xp, *xs):
+        def constant(k):
+            return k if isinstance(k, int) else xp.full_like(xs[0], k)
+        return _special(xp, name)(*map(constant, leading), *xs, *map(constant, trailing))
+    return call
+
+
 for _name, _rule in sorted(SPECIAL.items()):
-    _constants = SPECIAL_CONSTANTS.get(_name, ())
-    _arity = len(_rule.arrays) - len(_constants)
-    case(f"special.{_name}", "basic", (lambda n, c: lambda xp, *xs: _special(xp, n)(*[
-        k if isinstance(k, int) else xp.full_like(xs[0], k) for k in c], *xs))(_name, _constants), *[Arg((5,), SPECIAL_DOMAINS.get(_name, "positive"))] * _arity,
-        dtypes=("float64",))
+    _leading, _trailing = SPECIAL_CONSTANTS.get(_name, ()), SPECIAL_TRAILING.get(_name, ())
+    _arity = len(_rule.arrays) - len(_leading) - len(_trailing)
+    case(f"special.{_name}", "basic", _special_call(_name, _leading, _trailing),
+         *[Arg((5,), SPECIAL_DOMAINS.get(_name, "positive"))] * _arity, dtypes=("float64",))
 
 
 # Engine behaviour on each backend: accumulation, retain_graph, hooks, create_graph, saved

@@ -250,11 +250,14 @@ def _second_runs(rng):
         "one part in 1e12": (lambda x: ag.checkpoint(lambda v: v * scale, x),
                              lambda: scale.__imul__(1 + 1e-12)),
         "another branch": (lambda x: ag.checkpoint(branch, x), lambda: state.update(branch=False)),
+        "a changed mask, the same outputs": (
+            lambda x: ag.checkpoint(lambda v: xp.where(xp.asarray(mask), v, v.detach()), x),
+            lambda: mask.__setitem__(Ellipsis, ~mask)),
     }
 
 
 @pytest.mark.parametrize("case", ["a permuted argument", "a changed mask", "one part in 1e12",
-                                  "another branch"])
+                                  "another branch", "a changed mask, the same outputs"])
 def test_checkpoint_refuses_any_second_run_that_changes_the_gradient(case, rng):
     xp = ag.namespace("numpy")
     x0 = rng.standard_normal((40, 30))

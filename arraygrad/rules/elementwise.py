@@ -136,8 +136,11 @@ def _pow_base_derivative(xp, x1, x2):
         if x2 == 2:  # the common square: one pass, no power
             return 2 * x1
         return x2 * x1 ** (x2 - 1)
-    d = x2 * x1 ** (x2 - 1)
-    return xp.where(x2 == 0, xp.zeros_like(d), d)
+    # The base is 1 where the exponent is 0 (the double where): else 0 ** -1 = inf there, and
+    # the second derivative of the masked-out branch 0 * inf = NaN.
+    exponent_zero = x2 == 0
+    d = x2 * xp.where(exponent_zero, xp.ones_like(x1), x1) ** (x2 - 1)
+    return xp.where(exponent_zero, xp.zeros_like(d), d)
 
 
 def _log_of_base(x1, ans):
@@ -156,11 +159,16 @@ def _flat_at_zero(xp, x2):
 def _pow_exponent_derivative(xp, ans, x1, x2):
     # PyTorch: 0 where the base is 0 and 0 ** x2 flat; a negative exponent gives
     # ans * log(0) = inf * -inf.
+    # The masked-out log(0) is kept out of the formula (the double where), not multiplied by
+    # a zero cotangent: its second derivative would be 0 * -inf = NaN.
     if not hasattr(x1, "shape"):  # a Python base: 2 ** x
-        d = ans * _log_of_base(x1, ans)
-        return xp.where(_flat_at_zero(xp, x2), xp.zeros_like(d), d) if x1 == 0 else d
-    d = ans * xp.log(x1)
-    return xp.where((x1 == 0) & _flat_at_zero(xp, x2), xp.zeros_like(d), d)
+        if x1 != 0:
+            return ans * _log_of_base(x1, ans)
+        zeros = xp.zeros_like(xp.real(ans) if is_complex(ans) else ans)
+        return ans * xp.where(_flat_at_zero(xp, x2), zeros, zeros - math.inf)
+    flat = (x1 == 0) & _flat_at_zero(xp, x2)
+    d = ans * xp.log(xp.where(flat, xp.ones_like(x1), x1))
+    return xp.where(flat, xp.zeros_like(d), d)
 
 
 def _vjp_pow_base(xp, g, x1, x2):
@@ -289,15 +297,20 @@ def xlogy(xp, x1, x2, /):
 
 
 def _sinc_derivative(xp, x, ans):
-    """``(cos(pi x) - sinc(x)) / x``, 0 at 0."""
-    return xp.where(x == 0, xp.zeros_like(x),
+    """``(cos(pi x) - sinc(x)) / x``, 0 at 0, where it is ``-pi^2 x / 3`` (its Maclaurin
+    series' first term, as JAX's): 0, with the second derivative of sinc, ``-pi^2 / 3``."""
+    return xp.where(x == 0, x * (-math.pi ** 2 / 3),
                     (xp.cos(math.pi * x) - ans) / _nonzero(xp, x))
 
 
 def _log_unless_zero(xp, x1, x2):
-    """``log(x2)``, 0 where ``x1`` is 0: xlogy's derivative in ``x1`` (PyTorch's)."""
-    log = xp.log(x2) + xp.zeros_like(x1)
-    return xp.where(x1 == 0, xp.zeros_like(log), log)
+    """``log(x2)``, and 0 where ``x1`` is 0 and ``x2 <= 0`` (where the log is not finite):
+    xlogy's derivative in ``x1``, PyTorch's (``log(x2)`` at ``x1 = 0`` too, as in JAX). The
+    masked-out ``log(x2)`` is taken of 1 (the double where), so that its second derivative is
+    no NaN."""
+    zero = (x1 == 0) & (x2 <= 0)
+    log = xp.log(xp.where(zero, xp.ones_like(x2), x2)) + xp.zeros_like(x1)
+    return xp.where(zero, xp.zeros_like(log), log)
 
 
 _vjp_sinc, _jvp_sinc = from_derivative(_sinc_derivative)

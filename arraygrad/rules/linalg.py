@@ -241,8 +241,10 @@ def vjp_matrix_power(xp, g, x, *, n):
 def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
     g = g if keepdims else g[..., None, None]
     ans = ans if keepdims else ans[..., None, None]
-    if ord == "fro":
-        return g * x / xp.where(ans == 0, xp.ones_like(ans), ans)
+    if ord == "fro":  # 0 at a zero norm, as vector_norm: no second derivative there
+        zero = ans == 0
+        grad = g * x / xp.where(zero, xp.ones_like(ans), ans)
+        return xp.where(zero, xp.zeros_like(grad), grad)
     if ord == "nuc" or ord in (2, -2):
         U, S, Vh = xp.linalg.svd(x, full_matrices=False)
         if ord == "nuc":

@@ -89,9 +89,12 @@ defvjp("linalg.vector_norm", vjp_vector_norm, jvps=(jvp_vector_norm,))
 
 
 def _tensordot_axes(axes, ndim1, ndim2):
+    """The contracted axes of each operand as lists of non-negative ints, from ``axes`` as the
+    standard and NumPy take it: an int (the last ``axes`` of ``x1``, the first of ``x2``), or a
+    pair of sequences or of ints (``axes=[-1, 0]``, one axis each)."""
     if isinstance(axes, int):
         return list(range(ndim1 - axes, ndim1)), list(range(axes))
-    first, second = axes
+    first, second = (list(a) if isinstance(a, (list, tuple)) else [a] for a in axes)
     return [a % ndim1 for a in first], [b % ndim2 for b in second]
 
 

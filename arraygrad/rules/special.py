@@ -105,14 +105,22 @@ def _not_differentiable(op, argument, why):
 
 
 def _nonzero(xp, x, d):
-    """``d`` where ``x != 0``, else 0 (``xlogy``'s convention: 0 * log(0) = 0, as in PyTorch)."""
-    return xp.where(x == 0, xp.zeros_like(d), d)
+    """``d(x)`` where ``x != 0``, else 0 (``xlogy``'s convention: 0 * log(0) = 0, as in
+    PyTorch); ``d`` is taken of 1 where ``x`` is 0 (the double where), so that its second
+    derivative is no NaN."""
+    zero = x == 0
+    found = d(xp.where(zero, xp.ones_like(x), x))
+    return xp.where(zero, xp.zeros_like(found), found)
 
 
-def _unless_zero_at_pole(xp, x, y, pole, d):
-    """``d``, and 0 where ``x == 0`` and ``y <= pole`` (where the logarithm is not finite):
-    PyTorch's ``xlogy``/``xlog1py``, whose derivative in ``x`` is ``log(y)`` at ``x = 0`` too."""
-    return xp.where((x == 0) & (y <= pole), xp.zeros_like(d), d)
+def _unless_zero_at_pole(xp, x, y, pole, log):
+    """``log(y)``, and 0 where ``x == 0`` and ``y <= pole`` (where the logarithm is not finite):
+    PyTorch's ``xlogy``/``xlog1py``, whose derivative in ``x`` is ``log(y)`` at ``x = 0`` too.
+    The masked-out logarithm is taken at ``pole + 1`` (the double where), so that its second
+    derivative is no NaN."""
+    zero = (x == 0) & (y <= pole)
+    d = log(xp.where(zero, xp.ones_like(y) + pole, y)) + xp.zeros_like(x)
+    return xp.where(zero, xp.zeros_like(d), d)
 
 
 def _logit_derivative(xp, x):
@@ -141,12 +149,12 @@ def _beta_density(xp, a, b, x):
 
 
 SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(xp, <saved>)
-    "xlogy": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, 0, xp.log(y)),
+    "xlogy": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, 0, xp.log),
               lambda xp, x, y: x / y),
-    "xlog1py": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, -1, xp.log1p(y)),
+    "xlog1py": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, -1, xp.log1p),
                 lambda xp, x, y: x / (1 + y)),
-    "rel_entr": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y) + 1), lambda xp, x, y: -x / y),
-    "kl_div": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y)), lambda xp, x, y: 1 - x / y),
+    "rel_entr": ("x y", lambda xp, x, y: _nonzero(xp, x, lambda x: xp.log(x / y) + 1), lambda xp, x, y: -x / y),
+    "kl_div": ("x y", lambda xp, x, y: _nonzero(xp, x, lambda x: xp.log(x / y)), lambda xp, x, y: 1 - x / y),
     "betaln": ("a b", lambda xp, a, b: _digamma_difference(xp, a, b),
                lambda xp, a, b: _digamma_difference(xp, b, a)),
     "beta": ("a b", lambda xp, a, b, ans: ans * _digamma_difference(xp, a, b),
