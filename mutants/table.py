@@ -325,8 +325,8 @@ MUTANTS = [
       "grad = gradient if create_graph else gradient.data", "grad = gradient.data",
       "backward(gradient=v, create_graph=True) drops the graph of v"),
     M("var-inplace-nograd", "arraygrad/_variable.py",
-      "if self.grad_fn is None and self._requires_grad and _grad_mode.state.enabled:",
-      "if self.grad_fn is None and self._requires_grad:",
+      "        if not _grad_mode.state.enabled:\n            return\n        target, where",
+      "        target, where",
       "in-place updates of leaves refused even under no_grad()"),
     # ------------------------------------------------------------------ _forward.py
     M("fwd-sum-terms", "arraygrad/_forward.py", "total = term if total is None else total + term\n"
@@ -476,8 +476,8 @@ MUTANTS = [
       "results = [_make(o, backend, node, i) if node is not None",
       "results = [_make(o, backend, node, 0) if node is not None",
       "every output of a multi-output op is recorded as output 0"),
-    M("h-ns-binary-meta", "arraygrad/_namespace.py", "                        (tuple(r.shape), r.dtype))",
-      "                        (tuple(raw_inputs[0].shape), r.dtype))",
+    M("h-ns-binary-meta", "arraygrad/_namespace.py", "else (r.shape, r.dtype))",
+      "else (raw_inputs[0].shape, r.dtype))",
       "a node records x1's shape for x2 (a broadcast x2 fitted wrongly)"),
     M("h-fwd-edge-output-nr", "arraygrad/_forward.py",
       "t = None if found is None else found[output_nr]", "t = None if found is None else found[0]",
