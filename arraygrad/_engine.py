@@ -28,7 +28,7 @@ from _thread import RLock as _RLock  # (what threading.RLock() returns, without 
 from . import _anomaly, _grad_mode, _watch
 from ._buffers import take
 from .errors import BackwardError, GradientError, NoRuleError
-from .rules import broadcasts, device_of, is_complex, is_complex_dtype, sum_axes
+from .rules import backends, broadcasts, device_of, is_complex, is_complex_dtype, sum_axes
 
 _FREED = object()
 
@@ -440,7 +440,10 @@ def _accumulate(buffers, node, output_nr, results, i):
             owned += buffer[output_nr]
             buffer[output_nr] = owned
             return
-    buffer[output_nr] = buffer[output_nr] + results[i]
+    total = buffer[output_nr] + results[i]
+    if total.__class__ is not results[i].__class__:  # NumPy's 0-d arithmetic gives scalars
+        total = backends.of_array(results[i]).coerce(total)
+    buffer[output_nr] = total
 
 
 def _same_layout(a, b) -> bool:

@@ -272,8 +272,8 @@ MUTANTS = [
     M("tril-k", R + "creation.py", "lambda xp, g, *, k=0: xp.tril(g, k=k)",
       "lambda xp, g, *, k=0: xp.tril(g)", "tril's VJP ignores k"),
     # ------------------------------------------------------------------ _engine.py
-    M("eng-accumulate-overwrite", "arraygrad/_engine.py", "    buffer[output_nr] = buffer[output_nr] + results[i]\n",
-      "    buffer[output_nr] = results[i]\n", "gradient buffers overwrite instead of add (out-of-place path)"),
+    M("eng-accumulate-overwrite", "arraygrad/_engine.py", "    total = buffer[output_nr] + results[i]\n",
+      "    total = results[i]\n", "gradient buffers overwrite instead of add (out-of-place path)"),
     M("eng-accumulate-inplace", "arraygrad/_engine.py", "            owned += results[i]\n",
       "            owned = results[i]\n",
       "gradient buffers overwrite instead of add (in-place path)"),

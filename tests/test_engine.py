@@ -319,3 +319,13 @@ def test_complex_gradients_keep_their_conjugate_when_dtypes_repeat():
                   np.dtype("float32"), np.dtype("float32"), np.dtype("complex64")):
         assert is_complex_dtype(dtype) is (dtype.kind == "c")
         assert is_complex(np.zeros(2, dtype)) is (dtype.kind == "c")
+
+
+def test_gradients_of_zero_d_values_stay_arrays():
+    """NumPy's arithmetic on 0-d arrays gives scalars (numpy.float64): where two gradients meet,
+    their sum is made an array again, as every gradient a rule returns is."""
+    x = ag.Variable(np.array(3.0), requires_grad=True)
+    (x * x).backward()
+    assert type(x.grad.data) is np.ndarray and x.grad.data == 6.0
+    g = ag.grad(lambda v: v * v)(ag.Variable(np.array(3.0)))
+    assert type(g.data) is np.ndarray and g.data == 6.0
