@@ -771,7 +771,8 @@ SPECIAL_DOMAINS = {"erfinv": "unit", "erfcinv": "positive_below2", "logit": "pro
                    "multigammaln": "above1"}  # defined for a > (d - 1) / 2
 # Leading constant arguments (a Python int as it is, a float as a full array), and trailing
 # ones (multigammaln's dimension d follows a).
-SPECIAL_CONSTANTS = {"polygamma": (2,), "yn": (2,), "gammainc": (1.7,), "gammaincc": (1.7,),
+SPECIAL_CONSTANTS = {"polygamma": (2,), "yn": (2,), "jv": (1.5,), "yv": (1.5,), "iv": (1.5,),
+                     "ive": (1.5,), "kv": (1.5,), "gammainc": (1.7,), "gammaincc": (1.7,),
                      "stdtr": (3.5,), "betainc": (2.5, 1.5), "betaincc": (2.5, 1.5)}
 SPECIAL_TRAILING = {"multigammaln": (3,)}
 

@@ -166,6 +166,18 @@ SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(
                   lambda xp, a, x: -_gammainc_dx(xp, a, x)),
     "yn": ("n x", _not_differentiable("yn", "n", "an integer order"),
            lambda xp, n, x: 0.5 * (special_of(xp).yn(n - 1, x) - special_of(xp).yn(n + 1, x))),
+    # Bessel functions of any real order v (a constant here): the recurrences' derivatives.
+    "jv": ("v x", _not_differentiable("jv", "v", "no closed form in the order"),
+           lambda xp, v, x: 0.5 * (special_of(xp).jv(v - 1, x) - special_of(xp).jv(v + 1, x))),
+    "yv": ("v x", _not_differentiable("yv", "v", "no closed form in the order"),
+           lambda xp, v, x: 0.5 * (special_of(xp).yv(v - 1, x) - special_of(xp).yv(v + 1, x))),
+    "iv": ("v x", _not_differentiable("iv", "v", "no closed form in the order"),
+           lambda xp, v, x: 0.5 * (special_of(xp).iv(v - 1, x) + special_of(xp).iv(v + 1, x))),
+    "ive": ("v x", _not_differentiable("ive", "v", "no closed form in the order"),
+            lambda xp, v, x, ans: 0.5 * (special_of(xp).ive(v - 1, x) + special_of(xp).ive(
+                v + 1, x)) - xp.sign(x) * ans),
+    "kv": ("v x", _not_differentiable("kv", "v", "no closed form in the order"),
+           lambda xp, v, x: -0.5 * (special_of(xp).kv(v - 1, x) + special_of(xp).kv(v + 1, x))),
     "multigammaln": ("a d", _multigammaln_da,
                      _not_differentiable("multigammaln", "d", "an integer dimension")),
     # Distribution functions behind SciPy's p-values (ttest_*, pearsonr).
