@@ -6,20 +6,17 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
+from arraygrad.conformance.cases import SPECIAL_CONSTANTS, SPECIAL_TRAILING
 from arraygrad.rules.special import SPECIAL
 from arraygrad.testing import check_grads
 
 # Inside each function's domain, away from zero where a formula sets 0 apart.
 DOMAINS = {"multigammaln": (1.2, 2.5), "erfinv": (-0.9, 0.9), "erfcinv": (0.1, 1.9), "logit": (0.1, 0.9),
            "ndtri": (0.1, 0.9), "betainc": (0.1, 0.9), "betaincc": (0.1, 0.9)}
-# Constant first arguments: an integer order, or a shape parameter with no gradient.
-CONSTANT_FIRST = {"polygamma": (2,), "yn": (2,), "jv": (1.5,), "yv": (1.5,), "iv": (1.5,),
-                  "ive": (1.5,), "kv": (1.5,), "gammainc": (1.7,), "gammaincc": (1.7,), "stdtr": (3.5,),
-                  "betainc": (2.5, 1.5), "betaincc": (2.5, 1.5)}
+# Constant arguments (an integer order, a shape parameter with no gradient), as the conformance
+# cases give them: one table for both.
+CONSTANT_FIRST, CONSTANT_LAST = SPECIAL_CONSTANTS, SPECIAL_TRAILING
 BACKENDS = {"numpy": 2, "torch": 2, "dask": 1, "jax": 1}  # backend: order checked
-
-
-CONSTANT_LAST = {"multigammaln": (3,)}  # an integer dimension
 
 
 def _call(backend, name):
