@@ -96,7 +96,8 @@ class _Recorder(Arguments):
             (kind, index, -1 if readers is None else sum(2 << i for i in readers))
             for (kind, index), readers in zip(rule.sources, rule.users))
         # dask's shapes may be unknown (NaN) where they depend on data: refused when recorded.
-        self.unknown_shapes = not backend.capabilities()["data_dependent_shapes"]
+        # (Asked of the plugin at the first recording, not while the namespace is built.)
+        self.unknown_shapes = None
 
     def record(self, inputs, raw_inputs, out, params):
         """Wrap the raw result ``out``; record a Node when some input requires grad (and, for
@@ -139,6 +140,8 @@ class _Recorder(Arguments):
                 nodes.append(None)
                 nrs.append(0)
             meta.append(None if r.__class__ in _NUMBERS or r is None else (r.shape, r.dtype))
+        if self.unknown_shapes is None:
+            self.unknown_shapes = not self.backend.capabilities()["data_dependent_shapes"]
         for o in outs:
             if self.unknown_shapes and any(n is None or n != n for n in o.shape):
                 raise _unknown_shape(self.name, self.backend, o)

@@ -452,7 +452,8 @@ class Variable(ArrayMethods):
             link = getattr(target, "_view", None)
             if link is None or link.values_only or link.base() is None:
                 return  # (a detached view's change reaches its base's values only)
-            target, where = link.base(), f"{op} on a view of it"
+            target, where = link.base(), (f"{op} on a view of it" if link.key is None else
+                                          f"{op} on its view [{_describe_key(link.key)}]")
 
     def _inplace_assign(self, result, op):
         """Make ``self`` take ``result``'s value and history, then carry the change to its
