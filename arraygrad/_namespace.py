@@ -58,6 +58,12 @@ class Namespace(types.ModuleType):
                 f"differentiation rule) only where the backend's own namespace has it, and "
                 f"{self._backend.name}'s does not. Use a backend that has it, or compose it "
                 f"from the standard's functions.")
+        if _is_dtype(self._backend.raw, name):  # float16
+            raise AttributeError(
+                f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
+                f"{name} is a dtype of the backend, not of the Array API standard, so "
+                f"arraygrad's rules do not take it. Use one of the standard's dtypes "
+                f"(float32, float64...).")
         if hasattr(self._backend.raw, name):
             raise AttributeError(
                 f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
@@ -67,6 +73,15 @@ class Namespace(types.ModuleType):
         raise AttributeError(
             f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
             f"the backend's own namespace does not provide it")
+
+
+def _is_dtype(raw, name) -> bool:
+    """Whether ``raw.name`` is a dtype (``isdtype`` takes it)."""
+    try:
+        raw.isdtype(getattr(raw, name), "numeric")
+    except Exception:  # noqa: BLE001  (not a dtype, or no such name: each library says so its way)
+        return False
+    return True
 
 
 class _Recorder(Arguments):

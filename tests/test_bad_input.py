@@ -423,3 +423,11 @@ def test_numpy_scalars_become_0d_arrays_every_time():
             assert type(v.data) is np.ndarray and v.data.shape == () and v.data.dtype == scalar.dtype
             xp.real(v * v).backward()  # (real: complex128 needs it; torch gives 2 conj(z))
             assert type(v.grad.data) is np.ndarray and v.grad.data == 2 * np.conj(scalar)
+
+
+def test_a_dtype_outside_the_standard_is_named_a_dtype():
+    with pytest.raises(AttributeError, match="float16 is a dtype of the backend, not of the "
+                                             "Array API standard"):
+        ag.namespace("numpy").float16
+    with pytest.raises(AttributeError, match="not a function of the Array API standard"):
+        ag.namespace("numpy").polyfit
