@@ -110,9 +110,7 @@ class _Recorder(Arguments):
         self.saves = () if rule is None else tuple(
             (kind, index, -1 if readers is None else sum(2 << i for i in readers))
             for (kind, index), readers in zip(rule.sources, rule.users))
-        # dask's shapes may be unknown (NaN) where they depend on data: refused when recorded.
-        # (Asked of the plugin at the first recording, not while the namespace is built.)
-        self.unknown_shapes = None
+        self.unknown_shapes = None  # may shapes be unknown (dask's NaN)? Asked when first recording
 
     def record(self, inputs, raw_inputs, out, params):
         """Wrap the raw result ``out``; record a Node when some input requires grad (and, for
