@@ -200,9 +200,11 @@ def test_assignment_writes_in_place_only_into_an_array_nobody_else_sees():
     y[1] = 9.0
     assert held[1] == 3.0
     del held
-    shared = y.detach()  # a Variable sharing it: copy-on-write
+    old = y.data  # a user's name for it: copy-on-write again
+    shared = y.detach()  # shares y's values, as PyTorch's detach: it sees the change
     y[2] = 0.0
-    assert shared.data[2] == 6.0
+    assert shared.data[2] == 0.0 and old[2] == 6.0
+    del old
     e = xp.exp(x)  # saved by exp's backward: copy-on-write
     before = e.data
     e[0] = 0.0
