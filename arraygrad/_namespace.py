@@ -142,16 +142,16 @@ class _Recorder(Arguments):
         """The Node of a call: per input, the node its gradient goes to; the inputs' and
         outputs' shapes and dtypes; what the rule's VJPs read."""
         nodes, nrs, meta = [], [], []
-        needs = bit = 1  # a bit mask of the inputs that need a gradient, from bit 1
-        for v, r in zip(inputs, raw_inputs):
-            bit <<= 1
+        needs = 1  # a bit mask of the inputs that need a gradient, from bit 1 (see saved())
+        for i, v in enumerate(inputs):
             if v.__class__ is Variable and v._requires_grad:
                 nodes.append(v.grad_fn or accumulator(v))
                 nrs.append(v._output_nr)
-                needs |= bit
+                needs |= 2 << i
             else:
                 nodes.append(None)
                 nrs.append(0)
+            r = raw_inputs[i]
             meta.append(None if r.__class__ in _NUMBERS or r is None else (r.shape, r.dtype))
         if self.unknown_shapes is None:
             self.unknown_shapes = not self.backend.capabilities()["data_dependent_shapes"]
@@ -159,13 +159,14 @@ class _Recorder(Arguments):
             if self.unknown_shapes and any(n is None or n != n for n in o.shape):
                 raise _unknown_shape(self.name, self.backend, o)
             meta.append((o.shape, o.dtype))
-        return Node(self.rule, self.backend, tuple(nodes), tuple(nrs), tuple(meta),
+        input_nrs, meta = _signature(self.backend, nrs, meta)
+        return Node(self.rule, self.backend, tuple(nodes), input_nrs, meta,
                     self.saved(needs, raw_inputs, outs, multiple), params,
                     len(outs) if multiple else 1)
 
     def saved(self, needs, raw_inputs, outs, multiple):
-        """What the rule's VJPs read, None where only inputs that need no gradient (not in
-        the bit mask ``needs``) read it."""
+        """What the rule's VJPs read, None where only inputs that need no gradient (not in the
+        bit mask ``needs``) read it."""
         saved = []
         for kind, index, readers in self.saves:
             if not needs & readers:
@@ -207,6 +208,26 @@ class _Recorder(Arguments):
         params = dict(zip(self.rule.params, args[arity:]))
         params.update(kwargs)
         return self.record(args[:arity], raw_inputs, out, params)
+
+_signatures: dict = {}
+
+
+def _signature(backend, nrs, meta):
+    """``(tuple(nrs), tuple(meta))``, one pair shared by every node of that signature on
+    ``backend`` (dtypes of two libraries are never compared): a new tuple of tuples outlives a
+    collection or two before the GC untracks it, and a long graph of same-shaped ops kept the
+    GC scanning them (W4's forward took twice as long)."""
+    key = (backend, tuple(nrs), tuple(meta))
+    try:
+        found = _signatures.get(key)
+    except TypeError:  # a dtype that cannot be hashed
+        return key[1], key[2]
+    if found is None:
+        if len(_signatures) >= 4096:
+            _signatures.clear()
+        found = _signatures[key] = key
+    return found[1], found[2]
+
 
 def _unknown_shape(name, backend, out):
     return GradientError(
