@@ -408,3 +408,31 @@ def _plain_values(values) -> bool:
 def _holds_variables(obj) -> bool:
     return any(isinstance(part, Variable) or (isinstance(part, (list, tuple))
                                               and _holds_variables(part)) for part in obj)
+
+
+# The array dtypes a Python scalar may meet in an operator, by the standard's type promotion
+# ("Mixing arrays with Python scalars"): it takes the array's dtype.
+_SCALAR_MEETS = {bool: "bool", int: ("integral", "real floating", "complex floating"),
+                 float: ("real floating", "complex floating"), complex: "complex floating"}
+
+
+def _scalar_operand(raw, raw_function, raw_operator):
+    """``raw_function(a, b)`` for a namespace older than the standard's 2024.12, whose functions
+    take arrays only: a Python scalar operand becomes a 0-d array of the other's dtype, as the
+    standard's operators take it. A mix the standard leaves to the library (an integer array
+    and a float) is the library's own operator's."""
+    asarray, isdtype = raw.asarray, raw.isdtype
+
+    def function(a, b):
+        first = a.__class__ in _NUMBERS
+        scalar, array = (a, b) if first else (b, a)
+        if scalar.__class__ not in _NUMBERS or array.__class__ in _NUMBERS:
+            return raw_function(a, b)
+        if not isdtype(array.dtype, _SCALAR_MEETS[scalar.__class__]):
+            return raw_operator(a, b)
+        device = getattr(array, "device", None)
+        scalar = (asarray(scalar, dtype=array.dtype) if device is None else
+                  asarray(scalar, dtype=array.dtype, device=device))
+        return raw_function(scalar, b) if first else raw_function(a, scalar)
+
+    return function
