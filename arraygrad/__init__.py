@@ -4,10 +4,6 @@ Wrap an array of any registered backend in a :class:`Variable`, compute with the
 namespace (``x.__array_namespace__()`` or :func:`namespace`), call ``backward()``, read ``.grad``.
 """
 
-from . import _speedups
-
-_speedups.load()  # the compiled engine, if installed: before anything imports the engine
-
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._plugins import (DEFAULT_CAPABILITIES, DEFAULT_TOLERANCES, BackendInfo, backends,
                        get_backend, hookimpl, register_backend, registry)

@@ -1,6 +1,6 @@
 """What anomaly mode records and checks: the forward stack of a node, and the gradients a node
-returns. The switch itself lives in the engine (``_engine.anomaly``), which alone reads it on the
-hot paths; ``arraygrad.detect_anomaly`` turns it on and off. Pure functions over duck-typed nodes
+returns. The switch itself is ``_watch.anomaly``, which the engine reads on its hot paths;
+``arraygrad.detect_anomaly`` turns it on and off. Pure functions over duck-typed nodes
 and the backend's raw namespace: no arraygrad import but the errors."""
 
 from __future__ import annotations

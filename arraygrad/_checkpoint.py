@@ -13,19 +13,14 @@ inputs. So gradients are those of the plain computation, ``autograd.grad`` and
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
+from collections import Counter
 
-from . import _engine, _grad_mode
+from . import _engine, _grad_mode, _watch
 from ._plugins import registry
 from ._variable import Variable
 from .errors import BackwardError
 from .rules._core import Rule
-
-_SAMPLE = 64
-"""How many of an output's values (evenly spaced) the segment keeps to compare its second run
-with, besides their sum."""
-
 
 def checkpoint(fn, *args, **kwargs):
     """Call ``fn(*args, **kwargs)`` without keeping its intermediate values for backward: they
@@ -36,14 +31,16 @@ def checkpoint(fn, *args, **kwargs):
     libraries (``np.random``'s, torch's) are put back as they were for that second run, as
     ``torch.utils.checkpoint`` does; a run that still gives other values (randomness from
     another generator, an input changed in place between the forward and the backward) is an
-    error. Gradients reach the Variables ``fn`` closes over too, not only its arguments. Under
+    error (the outputs are compared in full, exactly, and the operations recorded by kind and
+    shape). Gradients reach the Variables ``fn`` closes over too, not only its arguments. Under
     ``no_grad`` it just calls ``fn``. Memory: the segment's inputs stay alive until the graph is
     dropped.
     """
     if not _grad_mode.state.enabled:
         return fn(*args, **kwargs)
     random_states = _random_states()
-    with _engine.new_nodes() as created:
+    since = _grad_mode.serial()
+    with _watch.new_nodes() as created:
         result = fn(*args, **kwargs)
     items, rebuild = _flatten(result)
     internal = set(created)
@@ -53,15 +50,15 @@ def checkpoint(fn, *args, **kwargs):
     if not positions:  # nothing recorded reaches the outputs: nothing to save
         return result
     outputs = [items[k] for k in positions]
-    inputs = _inputs(outputs, internal)
+    inputs = _inputs(outputs, internal, since)
     backend = outputs[0]._backend
     segment = _Segment(fn, args, kwargs, positions, inputs, random_states,
-                       [_fingerprint(o) for o in outputs])
+                       [_kept(o) for o in outputs], _recorded(internal), _read(internal))
     meta = list(inputs.values()) + [(tuple(o.data.shape), o.data.dtype) for o in outputs]
     edges = tuple(inputs)
     # saved: a token, so that backward without retain_graph marks the node freed, and a second
     # backward raises as everywhere else
-    node = _engine.Node(_RULE, backend, edges, meta, (True,), {"segment": segment, "edges": edges},
+    node = _engine.Node.of_edges(_RULE, backend, edges, meta, (True,), {"segment": segment, "edges": edges},
                         len(outputs))
     for j, k in enumerate(positions):
         items[k] = Variable._make(items[k].data, backend, node, j)
@@ -72,12 +69,14 @@ class _Segment:
     """What backward needs to run a checkpointed segment again."""
 
     __slots__ = ("fn", "args", "kwargs", "positions", "edges", "values", "random_states",
-                 "fingerprints")
+                 "outputs", "recorded", "read")
 
-    def __init__(self, fn, args, kwargs, positions, inputs, random_states, fingerprints):
+    def __init__(self, fn, args, kwargs, positions, inputs, random_states, outputs, recorded,
+                 read):
         self.fn, self.args, self.kwargs, self.positions = fn, args, kwargs, positions
         self.edges = set(inputs)
-        self.random_states, self.fingerprints = random_states, fingerprints
+        self.random_states, self.outputs, self.recorded = random_states, outputs, recorded
+        self.read = read
         # The arrays of the arguments and leaves read, to catch an in-place change before backward.
         variables = [a for a in (*args, *kwargs.values()) if isinstance(a, Variable)]
         variables += [node.variable for node, _ in inputs
@@ -93,22 +92,31 @@ class _Segment:
                     "in place after the forward pass, so its recomputation would give other "
                     "values. Change it only after backward(), or on a copy.")
         create_graph = _grad_mode.state.enabled  # the engine sets the mode to create_graph
+        since = _grad_mode.serial()
         with _grad_mode.enable_grad(), _restored(self.random_states), \
-                _engine.new_nodes() as created:
+                _watch.new_nodes() as created:
             result = self.fn(*self.args, **self.kwargs)
         items, _ = _flatten(result)
         internal = set(created)
         del created
         outputs = [items[k] if k < len(items) else None for k in self.positions]
         if not all(isinstance(o, Variable) and o.grad_fn in internal for o in outputs) or \
-                set(_inputs(outputs, internal)) != self.edges:
+                set(_inputs(outputs, internal, since)) != self.edges or \
+                _recorded(internal) != self.recorded:
             raise BackwardError(
                 f"checkpoint: run again for backward, the function {_name(self.fn)} recorded "
                 "another graph than in the forward pass (other outputs, or other inputs "
                 "reached). A checkpointed function must compute the same thing each time it "
                 "runs: no randomness, no dependence on state that changed since.")
-        for j, (output, fingerprint) in enumerate(zip(outputs, self.fingerprints)):
-            if fingerprint is not None and not _same(fingerprint, _fingerprint(output)):
+        if _read(internal) != self.read:
+            raise BackwardError(
+                f"checkpoint: run again for backward, the function {_name(self.fn)} read other "
+                "values than in the forward pass (an array it uses as a constant, such as a "
+                "mask, indices or a closure's array, holds other values now), so its gradients "
+                "would be wrong. Change the arrays a checkpointed function reads only after "
+                "backward(), or give it a copy (xp.asarray(mask, copy=True)).")
+        for j, (output, kept) in enumerate(zip(outputs, self.outputs)):
+            if kept is not None and not _same(output._backend.raw, kept, output.data):
                 raise BackwardError(
                     f"checkpoint: run again for backward, the function {_name(self.fn)} gave "
                     f"other values than in the forward pass (its output {j}, of shape "
@@ -116,11 +124,12 @@ class _Segment:
                     "random values from a generator arraygrad does not put back (only the "
                     "libraries' global ones are: np.random.*, torch's), or a value it reads "
                     "(an argument, an array in its closure) was changed in place after the "
-                    "forward pass. Draw the random values outside the checkpointed function and "
-                    "pass them in, and change its inputs only after backward() (or change a "
-                    "copy).")
+                    "forward pass, or its backend's kernels are not deterministic (some GPU "
+                    "reductions: torch.use_deterministic_algorithms(True)). Draw the random "
+                    "values outside the checkpointed function and pass them in, and change its "
+                    "inputs only after backward() (or change a copy).")
         roots = [(output._edge, grad) for output, grad in zip(outputs, grads) if grad is not None]
-        capture = _engine.backward(roots, retain_graph=create_graph, create_graph=create_graph,
+        capture = _engine.backward(roots, create_graph, create_graph, Variable,
                                    capture=dict.fromkeys(self.edges), cut=True)
         return capture
 
@@ -134,9 +143,11 @@ def _joint(xp, g, *token, segment, edges):
 _RULE = Rule("checkpoint", (), (), joint=_joint)
 
 
-def _inputs(outputs, internal) -> dict:
+def _inputs(outputs, internal, since) -> dict:
     """``{edge: (shape, dtype)}`` for every edge from a node of the segment to one outside it
-    (an argument, a Variable read from outside, a leaf), in a fixed order."""
+    (an argument, a Variable read from outside, a leaf), in a fixed order. The leaves that a
+    transform inside the segment made (after the serial number ``since``) are the segment's
+    own."""
     found: dict = {}
     seen = set()
     stack = []
@@ -156,6 +167,9 @@ def _inputs(outputs, internal) -> dict:
                 if child not in seen:
                     seen.add(child)
                     stack.append(child)
+            elif isinstance(child, _engine.AccumulateGrad) and _grad_mode.made_since(
+                    child.variable, since):
+                continue
             elif edge not in found:
                 if meta is not None and meta[i] is not None:
                     found[edge] = meta[i]
@@ -206,45 +220,92 @@ def _restored(random_states):
             put(state)
 
 
-def _fingerprint(output):
-    """Evenly spaced values of ``output``, the sum and the absolute sum of all of them and
-    their count, on the host, to compare the segment's second run with (None where reading
-    values would compute a lazy graph, Dask's, or there are none)."""
-    backend = output._backend
-    capabilities = backend.capabilities()
-    data = output.data
-    size = math.prod(data.shape)
-    if not (capabilities["host_reads"] or capabilities["data_dependent_shapes"]) or \
-            not backend.is_inexact(data.dtype) or not size:
+def _kept(output):
+    """The array of ``output``, to compare the segment's second run with in full (None where
+    reading values would compute a lazy graph, Dask's). Kept by reference: an output's array
+    is never written to (in-place operators rebind ``.data``)."""
+    capabilities = output._backend.capabilities()
+    if not (capabilities["host_reads"] or capabilities["data_dependent_shapes"]):
         return None
-    xp = backend.raw
-    flat = xp.reshape(data, (-1,))
-    to_numpy = backend.to_numpy
-    return (to_numpy(flat[::max(1, size // _SAMPLE)]).copy(), to_numpy(xp.sum(flat)),
-            to_numpy(xp.sum(xp.abs(flat))), size, math.sqrt(_eps(xp, data.dtype)))
+    return output.data
 
 
-def _eps(xp, dtype):
-    try:
-        return float(xp.finfo(dtype).eps)
-    except (TypeError, ValueError):
-        return 2.0 ** -7  # a dtype finfo does not know (bfloat16 in some libraries): coarse
+def _same(xp, before, after) -> bool:
+    """Whether the second run's output equals the first's exactly: shape, dtype and every
+    value (NaN matches NaN), so that no change (a permutation, another mask, one ulp) that
+    would give other gradients goes unseen. Deterministic code gives the very same values."""
+    if tuple(before.shape) != tuple(after.shape) or before.dtype != after.dtype:
+        return False
+    equal = before == after
+    if xp.isdtype(before.dtype, ("real floating", "complex floating")):
+        equal = equal | (xp.isnan(before) & xp.isnan(after))
+    return bool(xp.all(equal))
 
 
-def _same(before, after) -> bool:
-    """Whether two fingerprints agree up to reordered sums (a GPU's reductions): within the
-    square root of the dtype's epsilon, relative to the values' magnitude; NaN matches NaN."""
-    np = registry.get("numpy").raw
-    sample, total, scale, size, rtol = before
-    sample2, total2, scale2, _, _ = after
-    typical = rtol * float(max(scale, scale2)) / size  # rtol times the mean magnitude
-    values = np.concatenate([np.reshape(sample, (-1,)), np.reshape(total, (1,))])
-    again = np.concatenate([np.reshape(sample2, (-1,)), np.reshape(total2, (1,))])
-    tolerance = rtol * np.abs(values) + typical
-    tolerance[-1] = rtol * float(max(scale, scale2))  # the sum: relative to the absolute sum
-    with np.errstate(invalid="ignore"):  # inf - inf
-        close = np.abs(values - again) <= tolerance
-    return bool(np.all(close | (values == again) | np.isnan(values) & np.isnan(again)))
+def _recorded(nodes) -> Counter:
+    """The operations a run recorded, by name and the shapes and dtypes of their inputs and
+    outputs (counted, as the order of an inner backward's nodes may vary): another branch
+    taken the second time is seen even where it gives the same outputs."""
+    return Counter((node.name(), repr(getattr(node, "meta", None))) for node in nodes)
+
+
+def _read(nodes) -> Counter:
+    """A fingerprint of the constants the recorded nodes read (see ``_constants``), counted
+    per node as ``_recorded``: each array's shape, dtype, sum and position-weighted sum, so
+    that a constant changed in place between the two runs (another mask giving the same
+    outputs) is seen without keeping a copy. The values computed from the segment's inputs
+    need none: the inputs are checked, and the outputs compared. Empty where reading values
+    would compute a lazy graph (Dask's)."""
+    found = Counter()
+    for node in nodes:
+        backend = getattr(node, "backend", None)
+        saved = getattr(node, "saved", None)
+        if backend is None or not isinstance(saved, tuple):  # a leaf, or freed
+            continue
+        capabilities = backend.capabilities()
+        if not (capabilities["host_reads"] or capabilities["data_dependent_shapes"]):
+            continue
+        arrays = _arrays(_constants(node, saved), backend)
+        found[(node.name(), tuple(_fingerprint(backend.raw, a) for a in arrays))] += 1
+    return found
+
+
+def _constants(node, saved):
+    """The values ``node`` saved of its arguments that need no gradient (a mask, a detached
+    array, a closure's array: ``node.inputs`` has None for them), and its options (indices);
+    everything it saved where its rule does not say where each saved value comes from."""
+    sources = getattr(node.rule, "sources", None)
+    if sources is None or len(sources) != len(saved):
+        yield from saved
+    else:
+        for (kind, i), value in zip(sources, saved):
+            if kind == "input" and i < len(node.inputs) and node.inputs[i] is None:
+                yield value
+            elif kind == "inputs" and isinstance(value, (tuple, list)):
+                yield [v for v, child in zip(value, node.inputs) if child is None]
+    yield from (node.params or {}).values()
+
+
+def _arrays(values, backend):
+    """The backend arrays among ``values`` (in tuples and lists too)."""
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            yield from _arrays(value, backend)
+        elif type(value) in backend._plain_types:
+            yield value
+
+
+def _fingerprint(xp, a) -> tuple:
+    """``a``'s shape, dtype, sum and sum weighted by position, as text (NaN equals NaN)."""
+    if a.size == 0:
+        return (tuple(a.shape), str(a.dtype))
+    flat = xp.reshape(a, (-1,))
+    complex_ = xp.isdtype(a.dtype, "complex floating")
+    if not complex_:
+        flat = xp.astype(flat, xp.float64 if hasattr(xp, "float64") else xp.float32)
+    weights = xp.astype(xp.arange(1, flat.shape[0] + 1), flat.dtype)
+    return (tuple(a.shape), str(a.dtype), repr(complex(xp.sum(flat))),
+            repr(complex(xp.sum(flat * weights))))
 
 
 def _name(fn) -> str:

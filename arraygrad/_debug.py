@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import shutil
 
-from . import _engine
+from . import _engine, _watch
 from .errors import GraphvizUnavailable
 
 # ------------------------------------------------------------------------------ anomaly mode
@@ -14,7 +14,7 @@ from .errors import GraphvizUnavailable
 
 def is_anomaly_enabled() -> bool:
     """Return whether anomaly detection is on."""
-    return _engine.anomaly
+    return _watch.anomaly
 
 
 class detect_anomaly:
@@ -33,12 +33,12 @@ class detect_anomaly:
         self._previous: list[bool] = []
 
     def __enter__(self):
-        self._previous.append(_engine.anomaly)
-        _engine.set_anomaly(self._check)
+        self._previous.append(_watch.anomaly)
+        _watch.set_anomaly(self._check)
         return self
 
     def __exit__(self, *exc):
-        _engine.set_anomaly(self._previous.pop())
+        _watch.set_anomaly(self._previous.pop())
         return False
 
     def __call__(self, func):
@@ -57,19 +57,19 @@ class set_detect_anomaly(detect_anomaly):
 
     def __init__(self, mode: bool):
         super().__init__(mode)
-        self._previous.append(_engine.anomaly)
-        _engine.set_anomaly(self._check)
+        self._previous.append(_watch.anomaly)
+        _watch.set_anomaly(self._check)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _engine.set_anomaly(self._previous.pop() if self._previous else False)
+        _watch.set_anomaly(self._previous.pop() if self._previous else False)
         return False
 
     def __call__(self, func):
         if self._previous:  # as a decorator: the mode set at construction must not leak
-            _engine.set_anomaly(self._previous.pop())
+            _watch.set_anomaly(self._previous.pop())
         return super().__call__(func)
 
 

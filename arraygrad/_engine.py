@@ -6,140 +6,87 @@ values are released unless ``retain_graph``. Shapes and dtypes of gradients are 
 here, once, rather than in every rule.
 
 Gradients are arrays of the node's backend (Variables under ``create_graph``), and ``None`` is
-the one symbolic zero: an input that gets no gradient. Which of them a VJP or an accumulation may
-overwrite is decided by reference counts, in ``rules.reuse`` and in :func:`_accumulate`.
+the one symbolic zero: an input that gets no gradient. Rules never write into what they are
+given; the one place memory is reused is accumulation (:func:`_accumulate`, and a leaf's
+``.grad``), which may take over a buffer nothing else holds (``_buffers.take``).
+
+The engine makes Variables (under ``create_graph``, and for hooks) of the class the caller of
+:func:`backward` names: it never imports the Variable layer above it.
 
 Threads: backward passes run in parallel, each with its own buffers; what they share is guarded
 where it is written. A leaf's AccumulateGrad holds a lock (as PyTorch's holds a mutex) around its
 hooks and the read-add-write of ``.grad``, and a node whose output retains its gradient or has
 hooks takes one around those; nothing else is locked, so no op pays for it.
-
-``speedups/`` compiles this module, unchanged, with Cython (``arraygrad._speedups`` loads it).
-Compiled functions hold a reference to each argument and local as these frames do, so the
-reference counts written below hold for both (a call into them from interpreted code holds one
-more, the caller's stack slot, which can only make reuse rarer); the tests run on both.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
 from _thread import RLock as _RLock  # (what threading.RLock() returns, without its Python call)
 
-from . import _anomaly, _grad_mode
+from . import _anomaly, _grad_mode, _watch
+from ._buffers import take
 from .errors import BackwardError, GradientError, NoRuleError
-from .rules import broadcasts, device_of, is_complex, is_complex_dtype, sum_axes
-from .rules import reuse as _reuse
-from .rules.reuse import _scratch, large, private
+from .rules import backends, broadcasts, device_of, is_complex, is_complex_dtype, sum_axes
 
 _FREED = object()
 
-anomaly = False
-"""Anomaly detection (``arraygrad.detect_anomaly``): global, as PyTorch's, so that it also
-covers backward passes run in other threads."""
+class Pass:
+    """One backward pass's settings, which nodes and hooks read: whether it keeps the saved
+    values, whether it records itself, and the Variable class to wrap values in (the caller's:
+    ``variables._make(value, backend, node, output_nr[, requires_grad])``)."""
 
-_watching = False
-"""Whether anything watches nodes being created: anomaly mode, or a checkpoint collecting its
-nodes in some thread. The one flag Node.__init__ reads, so that recording pays nothing else."""
+    __slots__ = ("retain_graph", "create_graph", "variables")
 
+    def __init__(self, retain_graph, create_graph, variables):
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.variables = variables
 
-class _Collectors(threading.local):
-    lists: tuple = ()  # per thread: the lists that new nodes are appended to (checkpoint)
-
-
-_collectors = _Collectors()
-
-
-_collecting = 0  # threads' collectors now open, over all threads
-_watch_lock = threading.Lock()
-
-
-def _watch(node):
-    if anomaly:
-        node.forward_trace = _anomaly.stack()
-    for found in _collectors.lists:
-        found.append(node)
-
-
-def _update_watching():
-    global _watching
-    _watching = anomaly or _collecting > 0
-
-
-def set_anomaly(enabled: bool):
-    global anomaly
-    with _watch_lock:
-        anomaly = bool(enabled)
-        _update_watching()
-
-
-@contextlib.contextmanager
-def new_nodes():
-    """Collect in a list the nodes that this thread creates inside the block (checkpoint)."""
-    global _collecting
-    found: list = []
-    with _watch_lock:
-        _collecting += 1
-        _update_watching()
-    previous = _collectors.lists
-    _collectors.lists = previous + (found,)
-    try:
-        yield found
-    finally:
-        _collectors.lists = previous
-        with _watch_lock:
-            _collecting -= 1
-            _update_watching()
-
-
-class Variable:
-    """Stands for the Variable class, which the Variable layer (above this one) installs with
-    :func:`use_variable_type` when it is imported. The engine makes Variables only for
-    ``create_graph=True`` and hooks, through ``Variable._make(value, backend, node,
-    output_nr[, requires_grad])``, and tells them apart from raw arrays with ``isinstance``."""
-
-
-def use_variable_type(cls):
-    """Install the class the engine wraps values in (called once, by the Variable layer)."""
-    global Variable
-    Variable = cls
+    def wrap(self, value, backend):
+        """``value`` as a Variable outside the graph (a gradient for a hook, or ``.grad``)."""
+        if isinstance(value, self.variables):
+            return value
+        return self.variables._make(value, backend, None, 0, False)
 
 
 class Node:
     """The backward function of one recorded operation (a Variable's ``grad_fn``)."""
 
-    __slots__ = ("rule", "backend", "_edges", "_next", "_nr", "_next2", "_nr2", "meta", "saved",
-                 "params", "n_outputs", "pre_hooks", "retained", "lock", "forward_trace",
-                 "__weakref__")
+    __slots__ = ("rule", "backend", "inputs", "input_nrs", "meta", "saved", "params",
+                 "n_outputs", "pre_hooks", "retained", "lock", "forward_trace", "__weakref__")
     # lock: unset until _node_hooks needs it; forward_trace: set only in anomaly mode
 
-    def __init__(self, rule, backend, edges, meta, saved, params, n_outputs=1):
-        # _links.linked sets these slots itself, without this call: keep the two in step.
+    def __init__(self, rule, backend, inputs, input_nrs, meta, saved, params, n_outputs=1):
         self.rule = rule
         self.backend = backend
-        self._edges = edges  # per input: (node, output_nr), or None when it needs no gradient
-        self.meta = meta  # per input: (shape, dtype) of the value, to fit gradients to
+        # Per input, the node its gradient goes to (None: it needs none) and that node's
+        # output it is: two tuples, so that a long graph holds two objects per op for Python's
+        # cyclic GC to scan (the tuple of ints is untracked), not one more per input.
+        self.inputs = inputs
+        self.input_nrs = input_nrs
+        self.meta = meta  # (shape, dtype) per input, then per output: to fit gradients to
         self.saved = saved
         self.params = params
         self.n_outputs = n_outputs
-        self.pre_hooks = None  # {output_nr: [hook, ...]} from Variable.register_hook
+        self.pre_hooks = None  # {output_nr: {id: hook}} from Variable.register_hook
         self.retained = None  # {output_nr: weakref to a Variable that called retain_grad()}
-        if _watching:
-            _watch(self)
+        if _watch.watching:
+            _watch.watch(self)
+
+    @classmethod
+    def of_edges(cls, rule, backend, edges, meta, saved, params, n_outputs=1):
+        """A Node from its edges: per input, ``(node, output_nr)`` or None."""
+        return cls(rule, backend, tuple(None if e is None else e[0] for e in edges),
+                   tuple(0 if e is None else e[1] for e in edges), meta, saved, params,
+                   n_outputs)
 
     @property
     def edges(self):
         """Per input, ``(node, output_nr)``, or None where the input needs no gradient."""
-        edges = self._edges
-        if edges is not None:
-            return edges
-        first = self._next
-        first = None if first is None else (first, self._nr)
-        second = self._next2
-        if second is False:
-            return (first,)
-        return (first, None if second is None else (second, self._nr2))
+        return tuple(None if node is None else (node, nr)
+                     for node, nr in zip(self.inputs, self.input_nrs))
 
     def name(self) -> str:
         return self.rule.display
@@ -151,65 +98,50 @@ class Node:
     def saved_tensors(self):
         """What a custom Function's ``forward`` saved (``ctx.save_for_backward``), as
         Variables: PyTorch's ``grad_fn.saved_tensors``. Other nodes have none."""
-        saved_of = getattr(self.rule, "saved_tensors_of", None)
-        if saved_of is None:
-            raise AttributeError(f"{self.rule.display} has no saved_tensors: only the nodes of "
-                                 "custom Functions (ag.Function, custom_vjp, custom_jvp) have")
-        return saved_of(self)
+        return self.rule.saved_tensors_of(self)
 
     @property
     def next_functions(self):
         """``((node, output_nr), ...)`` for each input, ``(None, 0)`` where none, as in PyTorch."""
         return tuple(edge if edge is not None else (None, 0) for edge in self.edges)
 
-    def apply(self, grads, create_graph, retain_graph, edges=None):
-        """Run the rule on the output gradients; return the gradients of the inputs. (``edges``:
-        :attr:`edges`, when the caller has them already.)"""
-        saved = self.saved
-        rule = self.rule
+    def apply(self, grads, run: Pass):
+        """Run the rule on the output gradients; return the gradients of the inputs, fitted to
+        the inputs' shapes and dtypes."""
+        saved, rule, backend = self.saved, self.rule, self.backend
         if saved is _FREED or rule.vjps is None:
             raise self._cannot_run()
-        backend = self.backend
-        if create_graph:
-            xp = backend.ns
-            saved = self.saved_variables()
-        else:  # loaded already where the forward ran (the property loads it)
-            xp = backend._raw
-            if xp is None:
-                xp = backend.raw
-        if edges is None:
-            edges = self.edges
-        if self.n_outputs == 1:
-            g = grads[0]
+        if run.create_graph:
+            xp, saved = backend.ns, self.saved_variables(run.variables)
         else:
-            keeps_none = getattr(rule, "keeps_none", None)  # ctx.set_materialize_grads(False)
-            if keeps_none is not None and keeps_none(self):
-                g = tuple(grads)
-            else:
-                device = next(device_of(grad) for grad in grads if grad is not None)
-                g = tuple(self._zeros(xp, i, device) if grad is None else grad
-                          for i, grad in enumerate(grads))
-        # May the rule overwrite g? When it is large, not recorded, and the engine's alone: its
-        # references are the engine's buffer list, this name, private's argument, getrefcount's.
-        # (rules.reuse.large(g), inlined: a tuple of several outputs' gradients has no nbytes)
-        nbytes = getattr(g, "nbytes", None)
-        big = not create_graph and type(nbytes) is int and nbytes >= _reuse.REUSE_MIN_BYTES
-        owned = big and private(g, 4)
-        spent = saved and not retain_graph
-        if spent:  # released first: the last VJP may then overwrite what only it still holds
+            xp = backend.raw
+        if self.saved and not run.retain_graph:
             self.saved = _FREED
-        results = run_vjps(rule, xp, g, saved, self.params, edges, owned, spent and big)
-        meta = self.meta
-        plain = backend._plain_types
-        for i in range(len(results)):  # (indexes, not enumerate: compiled, a C loop)
-            grad = results[i]
-            if grad is not None and edges[i] is not None:
-                if type(grad) not in plain:  # numpy.float64 from 0-d arithmetic, say
-                    grad = results[i] = backend.coerce(grad)
-                shape, dtype = meta[i]
-                if grad.shape != shape or grad.dtype != dtype:
-                    results[i] = fit(xp, grad, shape, dtype, rule.display, i)
+        g = grads[0] if self.n_outputs == 1 else self._output_grads(grads, xp)
+        results = run_vjps(rule, xp, g, saved, self.params, self.inputs)
+        for i, grad in enumerate(results):
+            if grad is not None and self.inputs[i] is not None:
+                results[i] = self._fitted(xp, grad, i)
         return results
+
+    def _output_grads(self, grads, xp):
+        """The gradients of a node of several outputs, zeros for those that got none (unless its
+        rule takes None: ``ctx.set_materialize_grads(False)``)."""
+        if self.rule.keeps_none(self):
+            return tuple(grads)
+        device = next(device_of(grad) for grad in grads if grad is not None)
+        inputs = len(self.inputs)
+        return tuple(xp.zeros(self.meta[inputs + i][0], dtype=self.meta[inputs + i][1],
+                              device=device) if grad is None else grad
+                     for i, grad in enumerate(grads))
+
+    def _fitted(self, xp, grad, i):
+        if type(grad) not in self.backend._plain_types:  # numpy.float64 from 0-d arithmetic
+            grad = self.backend.coerce(grad)
+        shape, dtype = self.meta[i]
+        if grad.shape != shape or grad.dtype != dtype:
+            grad = fit(xp, grad, shape, dtype, self.rule.display, i)
+        return grad
 
     def _cannot_run(self):
         rule = self.rule
@@ -226,147 +158,59 @@ class Node:
             f"gradient, or add a rule to the module of its family in arraygrad/rules/ "
             f"(see defvjp there).")
 
-    def _zeros(self, xp, output_nr, device):
-        shape, dtype = self.meta[len(self.edges) + output_nr]
-        return xp.zeros(shape, dtype=dtype, device=device)
-
-    def saved_variables(self):
-        """The saved values as Variables connected to the graph, for ``create_graph=True``."""
-        values = []
+    def saved_variables(self, variables):
+        """The saved values as Variables (of the class ``variables``) connected to the graph,
+        for ``create_graph=True``."""
+        values, edges = [], self.edges
         for value, (kind, index) in zip(self.saved, self.rule.sources):
             if kind == "input":
-                values.append(_reconnect(value, self.edges[index], self.backend))
+                values.append(_reconnect(value, edges[index], self.backend, variables))
             elif kind == "inputs":
-                values.append([_reconnect(v, self.edges[i], self.backend)
+                values.append([_reconnect(v, edges[i], self.backend, variables)
                                for i, v in enumerate(value)])
+            elif kind == "ans" and self.n_outputs == 1:
+                values.append(variables._make(value, self.backend, self, 0))
             elif kind == "ans":
-                if self.n_outputs == 1:
-                    values.append(Variable._make(value, self.backend, self, 0))
-                else:
-                    values.append(tuple(Variable._make(v, self.backend, self, i)
-                                        for i, v in enumerate(value)))
+                values.append(tuple(variables._make(v, self.backend, self, i)
+                                    for i, v in enumerate(value)))
             else:
                 values.append(value)
         return values
 
 
-def run_vjps(rule, xp, g, saved, params, edges, owned=False, spent=False):
-    """Call a rule's VJPs for the inputs that have an edge; ``None`` for the others.
-
-    ``owned``: ``g`` is the engine's own temporary, which the last VJP called may overwrite
-    (``rules.times``) unless an earlier one returned it or a view of it.
-    ``spent``: ``saved`` is no longer the node's, so each VJP may overwrite those of its saved
-    arrays that nothing else refers to and no VJP called after it reads.
-    """
-    if rule.joint is not None:  # it reads g for several results: it overwrites g only in
-        # the one rules.times call it makes last, where its rule says so
-        options = _options(params, rule.keywords[0]) if params else _NO_OPTIONS
-        if not (owned and rule.joint_times_g):
-            return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
-        _scratch.grad = g
-        try:
-            return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
-        finally:
-            _scratch.grad = None
-    vjps = rule.vjps
-    if owned or spent:
-        return _run_reusing(rule, xp, g, saved, params, edges, owned, spent)
+def run_vjps(rule, xp, g, saved, params, inputs):
+    """Call a rule's VJPs for the inputs that need a gradient (``inputs``: per input, what
+    takes its gradient, or None); ``None`` for the others."""
+    if rule.joint is not None:
+        options = _options(params, rule.keywords[0]) if params else {}
+        return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
     results = []
-    pickers = rule.pickers
-    for i in range(len(edges)):  # (indexes, not zip: compiled, a C loop over the tuples)
-        vjp = vjps[i]
-        if edges[i] is None or vjp is None:
+    for i, needs in enumerate(inputs):
+        vjp = rule.vjps[i]
+        if needs is None or vjp is None:
             results.append(None)
         elif params:
-            results.append(vjp(xp, g, *pickers[i](saved), **_options(params, rule.keywords[i])))
+            results.append(vjp(xp, g, *rule.pickers[i](saved), **_options(params,
+                                                                            rule.keywords[i])))
         else:
-            results.append(vjp(xp, g, *pickers[i](saved)))
+            results.append(vjp(xp, g, *rule.pickers[i](saved)))
     return results
 
 
-def _run_reusing(rule, xp, g, saved, params, edges, owned, spent):
-    """:func:`run_vjps` where VJPs may overwrite ``g`` or saved arrays. A VJP with a saved array
-    of its own to overwrite runs before one without, which then gets ``g``: ``(-x) * (x + 1)``
-    makes its two gradients in the memory of ``-x`` and of ``g``, with no new array."""
-    vjps = rule.vjps
-    active = [i for i in range(len(edges)) if edges[i] is not None and vjps[i] is not None]
-    free = _unheld(saved) if spent else ()
-    picked = [rule.pickers[i](saved) for i in active]
-    if free and len(active) > 1:
-        own = [any(_occurrences(free, v) and not _read_by(picked[:n] + picked[n + 1:], v)
-                   for v in args) for n, args in enumerate(picked)]
-        ranks = sorted(range(len(active)), key=lambda n: not own[n])  # stable: owners first
-        active, picked = [active[n] for n in ranks], [picked[n] for n in ranks]
-    results = [None] * len(edges)
-    last = len(active) - 1
-    for n in range(len(active)):  # (indexes, not enumerate: compiled, a C loop)
-        i = active[n]
-        args = picked[n]
-        options = _options(params, rule.keywords[i]) if params else _NO_OPTIONS
-        _scratch.grad = g if n == last and owned and not _returned(results, g) else None
-        _scratch.saved = _its_own(args, free, results, picked[n + 1:]) if free else ()
-        try:
-            results[i] = vjps[i](xp, g, *args, **options)
-        finally:
-            _scratch.grad, _scratch.saved = None, ()
-    return results
-
-
-_NO_OPTIONS: dict = {}
-
-
-def _unheld(saved) -> tuple:
-    """The large arrays of a node's released ``saved`` that nothing else refers to: its VJPs
-    may overwrite them."""
-    found = ()
-    for value in saved:
-        # References: the occurrences in saved, this loop's name, private's argument and
-        # getrefcount's.
-        if large(value) and private(value, _occurrences(saved, value) + 3):
-            found += (value,)
-    return found
-
-
-def _its_own(args, free, results, later) -> tuple:
-    """The arrays of ``free`` among a VJP's ``args`` that it may overwrite: none that an earlier
-    VJP returned (or a view of), nor any that a VJP called ``later`` reads."""
-    return tuple(v for v in args if _occurrences(free, v) and not _returned(results, v)
-                 and not _read_by(later, v))
-
-
-def _read_by(arg_tuples, value) -> bool:
-    """Whether any of the VJPs' argument tuples ``arg_tuples`` holds ``value``."""
-    return any(_occurrences(args, value) for args in arg_tuples)
-
-
-def _occurrences(values, value) -> int:
-    return sum(1 for v in values if v is value)
-
-
-def _returned(results, g) -> bool:
-    """Whether an earlier VJP returned ``g`` (or a saved array) or a view of it: then it must
-    stay intact."""
-    for result in results:
-        if result is not None and (result is g or getattr(result, "base", None) is g):
-            return True
-    return False
-
-
-def _reconnect(value, edge, backend):
-    if isinstance(value, Variable) or not hasattr(value, "shape"):
+def _reconnect(value, edge, backend, variables):
+    if isinstance(value, variables) or not hasattr(value, "shape"):
         return value
     if edge is None:
-        return Variable._make(value, backend, None, 0, False)
+        return variables._make(value, backend, None, 0, False)
     node, output_nr = edge
     if isinstance(node, AccumulateGrad):
         return node.variable
-    return Variable._make(value, backend, node, output_nr)
+    return variables._make(value, backend, node, output_nr)
 
 
 def _options(params, keywords):
     """The node's ``params`` that a VJP taking the options ``keywords`` (a frozenset; None: any)
-    reads: the dict itself where it reads them all (``sum``'s axis and keepdims), as the call
-    unpacks it into a new one anyway."""
+    reads."""
     if keywords is None or params.keys() <= keywords:
         return params
     return {k: v for k, v in params.items() if k in keywords}
@@ -377,13 +221,11 @@ class AccumulateGrad:
 
     __slots__ = ("variable", "lock", "__weakref__")
     n_outputs = 1
-    edges = _edges = ()
-    next_functions = ()
+    inputs = input_nrs = edges = next_functions = ()
 
     def __init__(self, variable):
         self.variable = variable
-        # Reentrant: a hook may itself call backward() into this leaf.
-        self.lock = _RLock()
+        self.lock = _RLock()  # reentrant: a hook may itself call backward() into this leaf
 
     def __repr__(self):
         return "<AccumulateGrad>"
@@ -391,69 +233,61 @@ class AccumulateGrad:
     def name(self) -> str:
         return "AccumulateGrad"
 
-    def apply(self, grads, create_graph, retain_graph, edges=None):
+    def apply(self, grads, run: Pass):
         variable = self.variable
-        grad = grads[0]
         backend = variable._backend
-        make = variable._make
         with self.lock:  # backward passes in other threads may reach this leaf too
+            if not variable._requires_grad:  # switched off after recording: as PyTorch's
+                return None
             if variable._hooks:
-                grad = _run_hooks(variable._hooks, grad, backend, create_graph)
+                grads = [_run_hooks(variable._hooks, grads[0], backend, run)]
             old = variable._grad
-            if create_graph:
-                grad = grad if isinstance(grad, Variable) else make(grad, backend, None, 0, False)
+            if run.create_graph:
+                grad = run.wrap(grads[0], backend)
                 variable._grad = grad if old is None else old + grad
-            elif old is None:
-                if not _unshared(grad):  # a view, or held elsewhere (another gradient, the seed)
-                    grad = backend.raw.asarray(grad, copy=True)
-                variable._grad = make(grad, backend, None, 0, False)
+            elif old is None:  # the buffer itself where nothing else holds it (as PyTorch's)
+                owned = take(grads, 0)
+                variable._grad = run.wrap(backend.raw.asarray(grads[0], copy=True)
+                                          if owned is None else owned, backend)
             elif old.grad_fn is not None or old._requires_grad:
-                variable._grad = make(old.data + grad, backend, None, 0, False)
+                variable._grad = run.wrap(old.data + grads[0], backend)
             else:
-                old.data = old.data + grad
+                old.data = old.data + grads[0]
         return None
 
 
-def _unshared(grad, references=5) -> bool:
-    """Whether ``grad`` owns its memory and nothing but the engine refers to it, so that a
-    leaf's ``.grad`` may take it without a copy (PyTorch's AccumulateGrad steals it likewise).
-    Only arrays that say they are not views (NumPy's ``base is None``) qualify."""
-    # References: the engine's buffer list, the caller's local name, the argument here and in
-    # private(), getrefcount's own.
-    return private(grad, references)
-
-
-def _run_hooks(hooks, grad, backend, create_graph):
-    wrapped = grad if isinstance(grad, Variable) else Variable._make(grad, backend, None, 0, False)
+def _run_hooks(hooks, grad, backend, run: Pass):
+    wrapped = run.wrap(grad, backend)
     for hook in list(hooks.values()):
         replaced = hook(wrapped)
         if replaced is not None:
-            if not isinstance(replaced, Variable):
+            if not isinstance(replaced, run.variables):
                 if not (hasattr(replaced, "shape") and hasattr(replaced, "dtype")):
                     raise GradientError(
                         f"a hook returned a {type(replaced).__name__}: return None to keep the "
                         f"gradient, or a Variable or an array of backend {backend.name!r} of "
                         f"its shape {tuple(wrapped.shape)} and dtype {wrapped.dtype}")
-                replaced = Variable._make(replaced, backend, None, 0, False)
-            _check_same(replaced, wrapped, "a hook's returned gradient")
+                replaced = run.wrap(replaced, backend)
+            check_same(replaced, wrapped, "a hook's returned gradient")
             wrapped = replaced
-    return wrapped if create_graph else wrapped.data
+    return wrapped if run.create_graph else wrapped.data
 
 
-def _check_same(grad, like, what):
+def check_same(grad, like, what):
+    """Refuse a gradient ``grad`` whose shape or dtype is not those of ``like``."""
     if grad.shape != like.shape or grad.dtype != like.dtype:
         raise GradientError(
             f"{what} has shape {tuple(grad.shape)} and dtype {grad.dtype}, but the value it "
             f"belongs to has shape {tuple(like.shape)} and dtype {like.dtype}")
 
 
-_SUM, _EXPAND = "sum", "expand"
-_fit_plans: dict = {}  # {(gradient shape, input shape): (how, summed axes, reshape after)}
+_fit_plans: dict = {}  # {(gradient shape, input shape): (summed axes or None, reshape after)}
 
 
 def _fit_plan(gshape, shape, op, index):
-    """How to bring a gradient of shape ``gshape`` to ``shape`` (cached: backward meets the
-    same pairs of shapes over and over)."""
+    """How to bring a gradient of shape ``gshape`` to ``shape``: the axes to sum over and
+    whether to reshape after, or None to broadcast (cached: backward meets the same pairs of
+    shapes over and over)."""
     key = (gshape, shape)
     plan = _fit_plans.get(key)
     if plan is None:
@@ -462,9 +296,9 @@ def _fit_plan(gshape, shape, op, index):
             axes = tuple(range(extra)) + tuple(
                 extra + i for i, n in enumerate(shape) if n == 1 and gshape[extra + i] != 1)
             kept = tuple(n for i, n in enumerate(gshape) if i not in axes)
-            plan = (_SUM, axes, kept != shape)
+            plan = (axes, kept != shape)
         elif broadcasts(gshape, shape):
-            plan = (_EXPAND, (), False)
+            plan = (None, False)
         else:
             raise GradientError(
                 f"internal error: the rule {op} returned a gradient of shape {gshape} for its "
@@ -477,22 +311,18 @@ def _fit_plan(gshape, shape, op, index):
 
 def fit(xp, grad, shape, dtype, op, index):
     """Fit a rule's gradient to its input: sum over broadcast axes, expand reduced ones (a
-    read-only broadcast, which ``rules.times`` recognises when it is of the number 1), cast
-    (taking the real part for a real input). Anything else is a bug in the rule."""
+    read-only broadcast), cast (taking the real part for a real input). Anything else is a bug
+    in the rule."""
     gshape = tuple(grad.shape)
     if gshape != shape:
-        how, axes, reshape = _fit_plan(gshape, shape, op, index)
-        if how is _SUM:
+        axes, reshape = _fit_plan(gshape, shape, op, index)
+        if axes is None:
+            grad = xp.broadcast_to(grad, shape)
+        else:
             if axes:
                 grad = sum_axes(xp, grad, axes)
             if reshape:
                 grad = xp.reshape(grad, shape)
-        else:
-            grad = xp.broadcast_to(grad, shape)
-    return _cast(xp, grad, dtype)
-
-
-def _cast(xp, grad, dtype):
     if grad.dtype != dtype:
         if is_complex(grad) and not is_complex_dtype(dtype):
             grad = xp.real(grad)
@@ -501,70 +331,62 @@ def _cast(xp, grad, dtype):
     return grad
 
 
-def backward(roots, retain_graph, create_graph, capture=None, cut=False):
-    """Propagate gradients from ``roots``, a list of ``(edge, gradient)`` pairs.
+def backward(roots, retain_graph, create_graph, variables, capture=None, cut=False):
+    """Propagate gradients from ``roots``, a list of ``(edge, gradient)`` pairs; ``variables``
+    is the Variable class to wrap values in.
 
     With ``capture`` (a dict ``{edge: None}``), the gradients arriving at those edges are stored
     in it and returned, and no leaf's ``.grad`` is touched (``arraygrad.autograd.grad``). With
     ``cut`` too, backward stops there: the nodes of captured edges are neither run nor passed
     (``checkpoint`` backpropagates through its recomputed segment only).
     """
+    run = Pass(retain_graph, create_graph, variables)
     stops = {node for node, _ in capture} if cut else ()
     dependencies = _dependencies(roots, stops)
     buffers: dict = {}
     for (node, output_nr), grad in roots:
-        _accumulate(buffers, node, output_nr, grad)
+        _accumulate(buffers, node, output_nr, [grad], 0)
     ready = [node for node in buffers if dependencies[node] == 0]
-    state = _grad_mode.state
-    previous, state.enabled = state.enabled, bool(create_graph)
-    try:
+    with _grad_mode.set_grad_enabled(bool(create_graph)):
         while ready:
             node = ready.pop()
-            edges = node.edges
-            results = grad = None  # no stray reference may keep a gradient from being reused
             grads = buffers.pop(node, None)
-            if stops and node in stops:
+            if stops and node in stops:  # captured, and neither run nor passed
                 if grads is not None:
                     _captured(capture, node, grads)
                 continue
-            if grads is not None:  # else no gradient reached it: its inputs get none from it
-                if type(node) is Node and (node.pre_hooks or node.retained):
-                    grads = _node_hooks(node, grads, create_graph)
-                if capture is not None and _captured(capture, node, grads):
+            results = _run(node, grads, run, capture)
+            for i, child in enumerate(node.inputs):
+                if child is None:
                     continue
-                try:
-                    results = node.apply(grads, create_graph, retain_graph, edges)
-                except Exception as error:
-                    if anomaly:
-                        _anomaly.annotate(error, node)
-                    raise
-                if anomaly and results:
-                    _anomaly.check(node, [r.data if isinstance(r, Variable) else r
-                                          for r in results])
-                grads = None  # a VJP may return its g: the buffer must not count as a holder
-            elif not retain_graph and type(node) is Node:
-                # Reached, but no gradient came (a VJP gave none to that input): its saved
-                # values go now, as if it had run, as PyTorch's engine frees those of every
-                # node it reaches.
-                node.saved = _FREED
-            for i in range(len(edges)):  # (indexes, not enumerate: compiled, a C loop)
-                edge = edges[i]
-                if edge is None:
-                    continue
-                child = edge[0]
                 if results is not None and results[i] is not None:
-                    grad = results[i]
-                    if child.n_outputs == 1 and child not in buffers:
-                        buffers[child] = [grad]  # the common case of _accumulate
-                    else:
-                        _accumulate(buffers, child, edge[1], grad)
-                remaining = dependencies[child] - 1
-                dependencies[child] = remaining
-                if remaining == 0:
+                    _accumulate(buffers, child, node.input_nrs[i], results, i)
+                dependencies[child] -= 1
+                if dependencies[child] == 0:
                     ready.append(child)
-    finally:
-        state.enabled = previous
     return capture
+
+
+def _run(node, grads, run, capture):
+    """Run one node on its gradients ``grads`` (None where none reached it); return its inputs'
+    gradients, or None where nothing is to be passed on."""
+    if grads is None:  # reached, but no gradient came: its saved values go now, as if it had
+        if not run.retain_graph and type(node) is Node:  # run (as PyTorch's engine frees
+            node.saved = _FREED  # those of every node it reaches)
+        return None
+    if type(node) is Node and (node.pre_hooks or node.retained):
+        grads = _node_hooks(node, grads, run)
+    if capture is not None and _captured(capture, node, grads):
+        return None
+    try:
+        results = node.apply(grads, run)
+    except Exception as error:
+        if _watch.anomaly:
+            _anomaly.annotate(error, node)
+        raise
+    if _watch.anomaly and results:
+        _anomaly.check(node, [getattr(r, "_values", r) for r in results])
+    return results
 
 
 def _dependencies(roots, stops=()) -> dict:
@@ -580,17 +402,13 @@ def _dependencies(roots, stops=()) -> dict:
         node = stack.pop()
         if stops and node in stops:
             continue
-        edges = node._edges
-        # A linked node's inputs are in slots (a falsy one has no edge); else in edges.
-        for child in ((node._next, node._next2) if edges is None else
-                      [edge[0] for edge in edges if edge is not None]):
-            if child:
-                count = dependencies.get(child)
-                if count is None:
+        for child in node.inputs:
+            if child is not None:
+                if child in dependencies:
+                    dependencies[child] += 1
+                else:
                     dependencies[child] = 1
                     stack.append(child)
-                else:
-                    dependencies[child] = count + 1
     return dependencies
 
 
@@ -602,29 +420,38 @@ def _captured(capture, node, grads) -> bool:
     return node.__class__ is AccumulateGrad
 
 
-def _accumulate(buffers, node, output_nr, grad):
+def _accumulate(buffers, node, output_nr, results, i):
+    """Add ``results[i]`` into the buffer of ``node``'s output ``output_nr``: in place into
+    whichever of the two nothing else holds (``take``), else into a new array."""
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * node.n_outputs
-    old = buffer[output_nr]
-    if old is None:
-        buffer[output_nr] = grad
+    if buffer[output_nr] is None:
+        buffer[output_nr] = results[i]
         return
-    if old.__class__ is grad.__class__ and old.shape == grad.shape and old.dtype == grad.dtype:
-        # Either one, if it is the engine's own temporary, takes the sum in place. References:
-        # the buffer (old) or the caller's results list and name (grad), this name, the
-        # arguments here and in private(), getrefcount's.
-        if _unshared(old):
-            old += grad
-        elif _unshared(grad, 6):
-            buffer[output_nr] = grad.__iadd__(old)
-        else:
-            buffer[output_nr] = old + grad
-    else:
-        buffer[output_nr] = old + grad
+    if _same_layout(buffer[output_nr], results[i]):
+        owned = take(buffer, output_nr)
+        if owned is not None:
+            owned += results[i]
+            buffer[output_nr] = owned
+            return
+        owned = take(results, i)
+        if owned is not None:
+            owned += buffer[output_nr]
+            buffer[output_nr] = owned
+            return
+    total = buffer[output_nr] + results[i]
+    if total.__class__ is not results[i].__class__:  # NumPy's 0-d arithmetic gives scalars
+        total = backends.of_array(results[i]).coerce(total)
+    buffer[output_nr] = total
 
 
-def _node_hooks(node, grads, create_graph):
+def _same_layout(a, b) -> bool:
+    """Whether ``a + b`` has the class, shape and dtype of each: then either may hold it."""
+    return a.__class__ is b.__class__ and a.shape == b.shape and a.dtype == b.dtype
+
+
+def _node_hooks(node, grads, run):
     """Run a non-leaf's hooks on its gradient, then store it in ``.grad`` if retained."""
     lock = getattr(node, "lock", None)
     if lock is None:
@@ -633,23 +460,19 @@ def _node_hooks(node, grads, create_graph):
             if lock is None:
                 lock = node.lock = _RLock()
     with lock:  # backward passes in other threads may share this node
-        return _run_node_hooks(node, list(grads), create_graph)
-
-
-def _run_node_hooks(node, grads, create_graph):
-    for output_nr, hooks in (node.pre_hooks or {}).items():
-        if grads[output_nr] is not None and hooks:
-            grads[output_nr] = _run_hooks(hooks, grads[output_nr], node.backend, create_graph)
-    for output_nr, ref in (node.retained or {}).items():
-        variable = ref()
-        grad = grads[output_nr]
-        if variable is None or grad is None:
-            continue
-        if not isinstance(grad, Variable):
-            grad = Variable._make(node.backend.raw.asarray(grad, copy=True), node.backend, None, 0,
-                                  False)
-        variable._grad = grad if variable._grad is None else variable._grad + grad
-    return grads
+        grads = list(grads)
+        for output_nr, hooks in (node.pre_hooks or {}).items():
+            if grads[output_nr] is not None and hooks:
+                grads[output_nr] = _run_hooks(hooks, grads[output_nr], node.backend, run)
+        for output_nr, ref in (node.retained or {}).items():
+            variable = ref()
+            if variable is not None and grads[output_nr] is not None:
+                grad = grads[output_nr]
+                if not run.create_graph:  # a copy: backward may take the buffer over
+                    grad = node.backend.raw.asarray(grad, copy=True)
+                grad = run.wrap(grad, node.backend)
+                variable._grad = grad if variable._grad is None else variable._grad + grad
+        return grads
 
 
 def accumulator(variable):

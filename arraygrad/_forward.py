@@ -59,7 +59,8 @@ def push_tangents(outputs, tangents_of_leaves):
             store[node] = None
             continue
         out = _node_jvp(node, inputs)
-        store[node] = out if isinstance(out, (tuple, list)) else (out,)
+        store[node] = tuple(_fit_tangent(node, k, t) for k, t in enumerate(
+            out if isinstance(out, (tuple, list)) else (out,)))
     results = []
     for v in outputs:
         if v.grad_fn is None:
@@ -68,6 +69,25 @@ def push_tangents(outputs, tangents_of_leaves):
             found = store.get(v.grad_fn)
             results.append(None if found is None else found[v._output_nr])
     return results
+
+
+def _fit_tangent(node, output_nr, t):
+    """A JVP's tangent as the output's shape and dtype, as the engine fits gradients to the
+    inputs: a tangent that did not meet a broadcast (``x + c`` with ``c`` a constant array, whose
+    tangent is left out) is broadcast, one of another dtype (a real ``x`` with a complex or wider
+    constant) cast."""
+    if t is None or output_nr >= node.n_outputs:
+        return t
+    backend = node.backend
+    shape, dtype = _output_meta(node, output_nr)
+    if type(t) not in backend._plain_types:  # a Python or NumPy scalar from 0-d arithmetic
+        t = backend.coerce(t)
+    if tuple(t.shape) == tuple(shape) and t.dtype == dtype:
+        return t
+    xp = backend.raw
+    if tuple(t.shape) != tuple(shape):
+        t = xp.broadcast_to(t, shape)
+    return fit(xp, t, tuple(shape), dtype, node.rule.display, output_nr)
 
 
 _PLANS: dict = {}  # Rule -> how its JVP runs, worked out once per rule (rules live as long)
@@ -220,11 +240,12 @@ def _transposed_vjp(node, tangents):
     from ._engine import backward
 
     capture = {(g._edge): None for g in gs}
-    backward([(total._edge, backend.raw.ones_like(total.data))], False, False, capture)
+    backward([(total._edge, backend.raw.ones_like(total.data))], False, False, Variable,
+             capture)
     results = [capture[g._edge] if capture[g._edge] is not None else backend.raw.zeros_like(g.data)
                for g in gs]
     return results[0] if n == 1 else tuple(results)
 
 
 def _output_meta(node, output_nr):
-    return node.meta[len(node.edges) + output_nr]
+    return node.meta[len(node.inputs) + output_nr]

@@ -22,7 +22,7 @@ from ._grad_mode import _GradMode, state as _grad_state
 from ._plugins import registry
 from ._variable import Variable
 from .errors import BackendError, BackwardError, GradientError, NoRuleError
-from .rules import device_of
+from .rules import RuleInterface, device_of
 
 
 # --------------------------------------------------------------------------------- the context
@@ -94,7 +94,7 @@ def once_differentiable(backward):
 
 
 # ----------------------------------------------------------------------------------- Function
-class _FunctionRule:
+class _FunctionRule(RuleInterface):
     """Plays a :class:`~arraygrad.rules.Rule` for the engine: one joint VJP over all inputs
     that calls the user's ``backward``, and ``node_jvp`` for forward mode."""
 
@@ -103,7 +103,6 @@ class _FunctionRule:
     sources = (("saved", 0),)  # the node's saved value is the tuple of snapshots, kept as is
     keywords = (None,)  # the joint VJP gets the node's params (the ctx) as keywords
     pickers = (lambda saved: saved,)
-    joint_times_g = False  # the user's backward may read g after anything
 
     def __init__(self, cls):
         self.cls = cls
@@ -263,7 +262,7 @@ class Function(metaclass=_FunctionMeta):
         meta.extend((tuple(r.shape), r.dtype) for r in raws)
         snapshots = tuple(_snapshot(cls, backend, v, outs) for v in (to_save or ()))
         ctx._n_outputs = len(raws)
-        node = Node(cls._rule, backend, edges, meta, (snapshots,) if snapshots else (),
+        node = Node.of_edges(cls._rule, backend, edges, meta, (snapshots,) if snapshots else (),
                     {"ctx": ctx}, len(raws))
         ctx._node = weakref.ref(node)
         constant = {id(o) for o in ctx._non_differentiable}
@@ -280,7 +279,7 @@ def _per_output(g, n_outputs):
     return g if n_outputs > 1 else (g,)
 
 
-class _OnceRule:
+class _OnceRule(RuleInterface):
     """The rule of a node standing for a ``@once_differentiable`` backward's result: reaching
     it (in either mode) is an error naming the Function."""
 
@@ -289,7 +288,6 @@ class _OnceRule:
     sources = ()
     keywords = (None,)
     pickers = (lambda saved: saved,)
-    joint_times_g = False
 
     def __init__(self, owner):
         self.owner = owner
@@ -317,7 +315,7 @@ def _once_result(owner, value, backend, sources):
         return _as_variable(value, backend, False)
     edges = tuple(v._edge for v in sources)
     meta = [(tuple(v.shape), v.dtype) for v in sources] + [(tuple(value.shape), value.dtype)]
-    node = Node(_OnceRule(owner), backend, edges, meta, (), None, 1)
+    node = Node.of_edges(_OnceRule(owner), backend, edges, meta, (), None, 1)
     data = value.data if isinstance(value, Variable) else value
     return Variable._make(data, backend, node, 0)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import threading
+import weakref
 
 
 class _State(threading.local):
@@ -120,3 +122,27 @@ class set_grad_enabled(_GradMode):
             state.enabled = self._previous.pop()
             self._set_at_construction = False
         return super().__call__(func)
+
+
+# The leaves that transforms make themselves (``grad``'s leaf for a raw argument), each with a
+# serial number. A leaf made after a serial taken at some point belongs to a transform that
+# started there or later: a graph reaching it is that transform's own, not one read from
+# outside (the outer transforms' and checkpoint's question).
+_made: dict = {}
+_serials = itertools.count()
+
+
+def serial() -> int:
+    """A serial number: leaves made later have larger ones."""
+    return next(_serials)
+
+
+def made_leaf(variable) -> None:
+    """Note that a transform made the leaf ``variable`` now."""
+    _made[id(variable)] = next(_serials)
+    weakref.finalize(variable, _made.pop, id(variable), None)  # ids are reused once it is gone
+
+
+def made_since(variable, since) -> bool:
+    """Whether a transform made the leaf ``variable`` after the serial number ``since``."""
+    return _made.get(id(variable), -1) > since

@@ -12,26 +12,19 @@ import functools
 import operator
 import types
 
-from . import _grad_mode, _standard
+from . import _grad_mode, _specials, _standard, _views
+from ._arguments import (_ARRAYS_ONLY_FUNCTIONS, _NUMBERS, Arguments, _options_read,
+                         _plain_options, _scalar_operand, _shape, check_positional)
 from ._engine import Node, accumulator
-from ._links import linked
-from ._plugins import Backend, registry
-from ._variable import (_BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS, OTHER_SPELLINGS,
-                        Variable)
-from .errors import BackendError, GradientError
-from .rules import NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, Rule, no_rule, private
-from .rules.reuse import IN_PLACE_FORWARD, temporary_argument
-from .rules.creation import to_device as raw_to_device
-from .rules.indexing import selects_nothing
+from ._methods import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS
+from ._plugins import Backend
+from ._variable import Variable
+from .errors import GradientError
+from .rules import (NONDIFFERENTIABLE, OUTSIDE_STANDARD, REAL_CONSTANT, RULES, Rule, is_complex,
+                    no_rule)
 from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
-_SCALARS = (bool, int, float, complex, type(None))
-_PASSED = frozenset((*_SCALARS, str, slice, type(Ellipsis)))
-_NUMBERS = frozenset((bool, int, float, complex))
-_EXACT_INT = 2**53  # every int up to it is a float64 as it is
-_ARRAY_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__array_interface__")
-_owners = registry._by_type  # {array type: its backend}, filled by registry.of
 _state = _grad_mode.state
 _make = Variable._make
 
@@ -65,6 +58,12 @@ class Namespace(types.ModuleType):
                 f"differentiation rule) only where the backend's own namespace has it, and "
                 f"{self._backend.name}'s does not. Use a backend that has it, or compose it "
                 f"from the standard's functions.")
+        if _is_dtype(self._backend.raw, name):  # float16
+            raise AttributeError(
+                f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
+                f"{name} is a dtype of the backend, not of the Array API standard, so "
+                f"arraygrad's rules do not take it. Use one of the standard's dtypes "
+                f"(float32, float64...).")
         if hasattr(self._backend.raw, name):
             raise AttributeError(
                 f"the arraygrad namespace of backend {self._backend.name!r} has no {name!r}: "
@@ -76,42 +75,16 @@ class Namespace(types.ModuleType):
             f"the backend's own namespace does not provide it")
 
 
-def mixed_backends(a, b, where):
-    return BackendError(
-        f"{where}: cannot mix Variables or arrays of backend {a.name!r} and backend {b.name!r} "
-        "in one operation; move one of them first (Variable.to(backend)) so both match")
-
-
-def _refuse_other_spellings(name, reads, kwargs):
-    """torch's ``dim=``...: refused with the standard's name, before the backend's function
-    sees them. NumPy's ``ddof=`` (xarray passes it) is the standard's ``correction=``: renamed."""
-    if "ddof" in kwargs and "correction" in reads and "correction" not in kwargs:
-        kwargs["correction"] = kwargs.pop("ddof")
-    for key in kwargs:
-        if key in OTHER_SPELLINGS and key not in reads:
-            standard, note = OTHER_SPELLINGS[key]
-            raise TypeError(f"{name}() takes the Array API standard's option names: write "
-                            f"{standard}= instead of {key}={note}")
-
-
-def foreign_constant(backend, owner, value, where):
-    """A raw array or scalar of another library, taken as a constant as the backend's own
-    functions take it: a scalar (NumPy's ``int64`` in a shape, an axis, an index) becomes the
-    Python number it holds, an array is converted by the backend's ``asarray``. Only
-    Variables of two backends meeting in one operation are an error."""
-    if getattr(value, "ndim", None) == 0 and not hasattr(value, "__len__"):  # a NumPy scalar
-        return value.item()
+def _is_dtype(raw, name) -> bool:
+    """Whether ``raw.name`` is a dtype (``isdtype`` takes it)."""
     try:
-        return backend.raw.asarray(value)
-    except Exception as exc:
-        raise BackendError(
-            f"{where}: a raw array of backend {owner.name!r} (shape {tuple(value.shape)}, dtype "
-            f"{value.dtype}) was given to an operation on backend {backend.name!r}, whose "
-            f"asarray() cannot take it ({type(exc).__name__}: {exc}). Convert it first, "
-            f"e.g. with arraygrad.Variable(a).to({backend.name!r}).") from exc
+        raw.isdtype(getattr(raw, name), "numeric")
+    except Exception:  # noqa: BLE001  (not a dtype, or no such name: each library says so its way)
+        return False
+    return True
 
 
-class _Recorder:
+class _Recorder(Arguments):
     """Turns one raw function into a differentiable one, for one backend."""
 
     def __init__(self, backend, name, raw_function, rule: Rule):
@@ -124,533 +97,150 @@ class _Recorder:
         self.reads = _options_read(rule)
         # Python numbers become arrays here (the standard takes arrays only; rules read .ndim)
         self.arrays_only = name in _ARRAYS_ONLY_FUNCTIONS
-
-    # ------------------------------------------------------------------ argument handling
-    def own(self, value):
-        """An array of this backend, as given: refused where its library's own autograd
-        tracks it (torch's requires_grad)."""
-        return value if self.backend.tracked is None else self.backend.untracked(
-            value, f"{self.name}()")
-
-    def unwrap(self, value):
-        """Raw value of an argument: a Variable's data, after checking its backend."""
-        kind = value.__class__
-        if kind is Variable:
-            if value._backend is not self.backend:
-                raise mixed_backends(self.backend, value._backend, self.name)
-            return value._data  # (the slot: .data is a checked property)
-        if kind in _PASSED:
-            return value
-        if _owners.get(kind) is self.backend:  # our array
-            return self.own(value)
-        if isinstance(value, _SCALARS):  # NumPy's float64 subclasses float: to another backend,
-            # the number it holds (a rule would meet NumPy's scalars: log, where...)
-            owner = registry.of(value) if hasattr(value, "item") else None
-            return value.item() if owner is not None and owner is not self.backend else value
-        if isinstance(value, (str, slice, type(Ellipsis))):
-            return value
-        if isinstance(value, (list, tuple)):
-            return type(value)(self.unwrap(v) for v in value)
-        if isinstance(value, Variable):
-            return self.unwrap(value)  # a subclass
-        owner = registry.of(value)
-        if owner is not None and owner is not self.backend:
-            return foreign_constant(self.backend, owner, value, self.name)
-        if owner is None and not isinstance(value, type) and any(
-                hasattr(value, a) for a in _ARRAY_PROTOCOLS):
-            kind = type(value)
-            raise TypeError(
-                f"{self.name}() got a {kind.__module__}.{kind.__qualname__}, an array-like no "
-                f"backend owns: its own rules (pandas' label alignment, say) would decide the "
-                f"result, unseen by the gradient. Convert it to an array of backend "
-                f"{self.backend.name!r} first (xp.asarray(np.asarray(value))).")
-        return value
-
-    def operand(self, value, position):
-        """Raw value of an elementwise operand that is not a Variable of this backend: as
-        ``unwrap``, refusing what cannot be an array (None, a string, a dict...)."""
-        kind = value.__class__
-        if kind in _NUMBERS:  # 2 * x
-            return value
-        if _owners.get(kind) is self.backend:  # x + array
-            return self.own(value)
-        if kind is Variable:
-            return self.unwrap(value)  # of another backend: refused there
-        return self.array_input(self.rule.arrays[position], value)
-
-    def array_input(self, name, value):
-        """An array argument that is not a Variable: refused if it cannot be an array, and
-        made one where a rule needs it (a list; a Python number where the standard takes
-        arrays only)."""
-        kind = value.__class__
-        if kind in _NUMBERS:  # clip(x, 0.0, 1.0)
-            return self.backend.raw.asarray(value) if name == "x" or self.arrays_only else value
-        if value is None and name in _OPTIONAL_ARRAYS:
-            return value
-        if _owners.get(kind) is self.backend:
-            return self.own(value)
-        if not _array_like(value):
-            raise _not_an_array(self.name, name, value)
-        if isinstance(value, (list, tuple)):
-            if _holds_variables(value):
-                raise TypeError(
-                    f"{self.name}(): its array argument {name} is a list holding Variables, "
-                    "which would drop their gradients: stack them first with xp.stack([...]) "
-                    "(or xp.asarray([...])), which records them")
-            return self.backend.raw.asarray(self.unwrap(value))
-        return self.unwrap(value)
-
-    def unread_option(self, key, value):
-        """The error for an option outside the standard that the rule does not read."""
-        start = (f"{self.name}(): the option {key}={value!r:.40} is not an option of the Array "
-                 "API standard, and ")
-        instead = _standard_only(self.name, key, value)
-        if instead is not None:
-            return TypeError(start + "it changes what the function returns, on some backends "
-                             "wrongly, so it is refused. " + instead)
-        return TypeError(start + f"arraygrad's rule for {self.name} does not read it, so the "
-                         "gradient would silently ignore it. Leave it out, or call the function "
-                         "on detached values (x.detach()) where no gradient is needed.")
-
-    def options(self, params):
-        """The options a recorded call hands its rule, integer scalars of a backend
-        (``axis=np.int64(1)``) as the Python ints rules expect. (Each is one the rule reads:
-        ``__call__`` refused any other, ``reshape(x, s, order="F")`` or ``sum(x, where=m)``,
-        before the backend ran.)"""
-        arrays = self.rule.arrays
-        converted = None
-        for key, value in params.items():
-            kind = value.__class__
-            if kind in _OPTION_TYPES or key in arrays or key == "key" or (
-                    kind is tuple and all(item.__class__ is int for item in value)):
-                continue
-            python = self._python_int(value)
-            if python is not value:
-                converted = converted or dict(params)
-                converted[key] = python
-        return converted or params
-
-    def _python_int(self, value):
-        if isinstance(value, tuple):
-            items = tuple(self._python_int(item) for item in value)
-            return items if any(a is not b for a, b in zip(items, value)) else value
-        if getattr(value, "ndim", None) == 0 and hasattr(value, "__index__"):
-            try:
-                if self.backend.raw.isdtype(value.dtype, "integral"):
-                    return operator.index(value)
-            except (TypeError, AttributeError):
-                pass
-        return value
+        # The fast path's calls: this many arrays by position (None: none such), then at most
+        # ``most_options`` options; Python numbers as operands where the function is elementwise.
+        self.arity = (len(rule.arrays) if rule is not None and rule.vjps is not None
+                      and not rule.sequence else None)
+        self.most_options = 0 if self.arity is None else min(
+            len(rule.params), len(rule.params) if self.positional is None else
+            self.positional - self.arity)
+        self.numbers = name in _standard.ELEMENTWISE and not self.arrays_only
+        # What the node saves: (kind, index, a bit mask of the inputs whose VJPs read it, from
+        # bit 1 for input 0: see node()).
+        self.saves = () if rule is None else tuple(
+            (kind, index, -1 if readers is None else sum(2 << i for i in readers))
+            for (kind, index), readers in zip(rule.sources, rule.users))
+        self.unknown_shapes = None  # may shapes be unknown (dask's NaN)? Asked when first recording
 
     def record(self, inputs, raw_inputs, out, params):
-        """Wrap the raw result ``out``; record a Node when some input requires grad."""
+        """Wrap the raw result ``out``; record a Node when some input requires grad (and, for
+        one output, when it is inexact: integer outputs carry no gradient)."""
         backend = self.backend
-        coerce = backend.coerce
-        rule = self.rule
-        multiple = isinstance(out, (tuple, list))
-        outs = [coerce(o) for o in out] if multiple else [coerce(out)]
-        needs = _state.enabled and any(
-            v.__class__ is Variable and v._requires_grad for v in inputs)
-        if not needs:
-            results = [_make(o, backend, None, 0, False) for o in outs]
-            return _pack(out, results) if multiple else results[0]
-        if params and self.reads is not None:
-            params = self.options(params)
-        edges = tuple(v._edge if v.__class__ is Variable else None for v in inputs)
-        # (shape, dtype) of every array input, then of every output.
-        meta = [(tuple(r.shape), r.dtype) if hasattr(r, "shape") else None for r in raw_inputs]
-        meta.extend((tuple(o.shape), o.dtype) for o in outs)
+        if isinstance(out, (tuple, list)):
+            return self.record_several(inputs, raw_inputs, out, params)
+        if out.__class__ not in backend._plain_types:
+            out = backend.coerce(out)
+        if _state.enabled and backend.is_inexact(out.dtype):
+            for v in inputs:
+                if v.__class__ is Variable and v._requires_grad:
+                    return _make(out, backend, self.node(inputs, raw_inputs, [out], params,
+                                                         False), 0)
+        return _make(out, backend, None, 0, False)
+
+    def record_several(self, inputs, raw_inputs, out, params):
+        """``record`` for a function of several outputs (a tuple or list of arrays)."""
+        backend = self.backend
+        outs = [backend.coerce(o) for o in out]
+        node = None
+        if _state.enabled and any(v.__class__ is Variable and v._requires_grad for v in inputs):
+            node = self.node(inputs, raw_inputs, outs, params, True)
+        results = [_make(o, backend, node, i) if node is not None and backend.is_inexact(o.dtype)
+                   else _make(o, backend, None, 0, False) for i, o in enumerate(outs)]
+        return _pack(out, results)
+
+    def node(self, inputs, raw_inputs, outs, params, multiple):
+        """The Node of a call: per input, the node its gradient goes to; the inputs' and
+        outputs' shapes and dtypes; what the rule's VJPs read."""
+        nodes, nrs, meta = [], [], []
+        needs = 1  # a bit mask of the inputs that need a gradient, from bit 1 (see saved())
+        for i, v in enumerate(inputs):
+            if v.__class__ is Variable and v._requires_grad:
+                nodes.append(v.grad_fn or accumulator(v))
+                nrs.append(v._output_nr)
+                needs |= 2 << i
+            else:
+                nodes.append(None)
+                nrs.append(0)
+            r = raw_inputs[i]
+            meta.append(None if r.__class__ in _NUMBERS or r is None else (r.shape, r.dtype))
+        if self.unknown_shapes is None:
+            self.unknown_shapes = not self.backend.capabilities()["data_dependent_shapes"]
         for o in outs:
-            if any(n is None or n != n for n in o.shape):
-                raise GradientError(
-                    f"{self.name} on backend {backend.name!r} gives an output of unknown shape "
-                    f"{tuple(o.shape)} (a data-dependent shape, which this backend cannot "
-                    "provide), so no gradient can flow through it. Detach its input, or make "
-                    "the shape known first (dask: .compute_chunk_sizes()).")
+            if self.unknown_shapes and any(n is None or n != n for n in o.shape):
+                raise _unknown_shape(self.name, self.backend, o)
+            meta.append((o.shape, o.dtype))
+        input_nrs, meta = _signature(self.backend, nrs, meta)
+        return Node(self.rule, self.backend, tuple(nodes), input_nrs, meta,
+                    self.saved(needs, raw_inputs, outs, multiple), params,
+                    len(outs) if multiple else 1)
+
+    def saved(self, needs, raw_inputs, outs, multiple):
+        """What the rule's VJPs read, None where only inputs that need no gradient (not in the
+        bit mask ``needs``) read it."""
         saved = []
-        for (kind, index), readers in zip(rule.sources, rule.users):
-            if readers is not None and all(edges[i] is None for i in readers):
-                saved.append(None)  # only the gradient of an input that needs none reads it
+        for kind, index, readers in self.saves:
+            if not needs & readers:
+                saved.append(None)
             elif kind == "input":
                 saved.append(raw_inputs[index])
-            elif kind == "inputs":
-                saved.append(list(raw_inputs))
             elif kind == "ans":
                 saved.append(tuple(outs) if multiple else outs[0])
             elif kind == "shape":
                 saved.append(_shape(raw_inputs[index]))
+            elif kind == "inputs":
+                saved.append(list(raw_inputs))
             else:
                 saved.append([_shape(r) for r in raw_inputs])
-        node = Node(rule, backend, edges, meta, tuple(saved), params,
-                    len(outs) if multiple else 1)
-        results = [_make(o, backend, node, i) for i, o in enumerate(outs)]
-        for result in results:  # integer or boolean outputs (argsort-like) carry no gradient
-            if not backend.is_inexact(result._data.dtype):
-                result.grad_fn, result._requires_grad = None, False
-        return _pack(out, results) if multiple else results[0]
+        return tuple(saved)
 
     # -------------------------------------------------------------------------- the calls
     def __call__(self, *args, **kwargs):
-        check_positional(self.name, self.positional, args, self.rule)
-        rule = self.rule
-        if kwargs:
-            _refuse_other_spellings(self.name, self.reads, kwargs)
-        unwrap = self.unwrap
-        keyword_inputs = {}
-        if rule.sequence == "list":
-            arrays = args[0] if args else kwargs.pop("arrays", _MISSING)
-            inputs, rest = self.arrays(arrays), args[1:]
-        elif rule.sequence == "varargs":  # options given by position come first (einsum's)
-            inputs, rest = self.varargs(args)
-        elif rule.vjps is None:  # no rule: every Variable argument is an input
-            inputs, rest = [a for a in args if isinstance(a, Variable)], ()
-        else:
-            count = len(rule.arrays)
-            inputs, rest = list(args[:count]), args[count:]
-            for i, (name, value) in enumerate(zip(rule.arrays, inputs)):
-                if value.__class__ is not Variable:  # None only for clip's optional bounds
-                    inputs[i] = self.array_input(name, value)
-            for name in rule.arrays[len(inputs):]:  # array arguments given by keyword
-                value = kwargs.pop(name, None)
-                if value is not None:
-                    if value.__class__ is not Variable:
-                        value = self.array_input(name, value)
-                    keyword_inputs[name] = value
-                inputs.append(value)
-        if len(rest) > len(rule.params) and rule.vjps is not None and not rule.sequence:
-            raise TypeError(_positional_options(self.name, rule, len(rest)))
-        if kwargs and self.reads is not None:  # refused before the backend's function runs
-            recording = _state.enabled and any(
-                v.__class__ is Variable and v._requires_grad for v in inputs)
-            for key, value in kwargs.items():
-                if key not in self.reads and (
-                        recording or _standard_only(self.name, key, value) is not None):
-                    raise self.unread_option(key, value)
-        raw_inputs = [unwrap(v) for v in inputs]
-        raw_rest = [unwrap(v) for v in rest]
-        raw_kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-        try:
-            if rule.sequence == "list":
-                out = self.raw_function(raw_inputs, *raw_rest, **raw_kwargs)
-            elif rule.vjps is None:
-                out = self.raw_function(*[unwrap(a) for a in args], **raw_kwargs)
-            elif rule.sequence == "varargs":
-                out = self.raw_function(*raw_rest, *raw_inputs, **raw_kwargs)
+        """The call, recorded. Fast where it needs no checks: the rule's arrays given by
+        position as Variables of this backend (or Python numbers, where elementwise), then plain
+        Python options the rule reads (``sin(x)``, ``sum(x, axis=1)``, ``x * 2``)."""
+        arity = self.arity
+        plain = not kwargs and len(args) == arity  # arrays and no option: the common case
+        if not plain and (arity is None or not arity <= len(args) <= arity + self.most_options
+                          or not _plain_options(args[arity:], kwargs, self.reads)):
+            return self.checked_call(args, kwargs)
+        backend, numbers = self.backend, self.numbers
+        raw_inputs = []
+        for value in args[:arity] if not plain else args:
+            if value.__class__ is Variable and value._backend is backend:
+                raw_inputs.append(value._values)
+            elif numbers and value.__class__ in _NUMBERS:
+                raw_inputs.append(value)
             else:
-                positional = len(args[:len(rule.arrays)])
-                out = self.raw_function(*raw_inputs[:positional], *raw_rest, **raw_kwargs,
-                                        **{k: unwrap(v) for k, v in keyword_inputs.items()})
-        except Exception as exc:  # the backend's own error: say where it came from
-            if hasattr(exc, "add_note"):  # Python 3.11+
-                exc.add_note(f"(raised by backend {self.backend.name!r} in {self.name}(), given "
-                             f"{_shapes(raw_inputs)}{_options_note(raw_rest, raw_kwargs)})")
-            raise
-        params = dict(zip(rule.params, raw_rest))
-        params.update(raw_kwargs)
-        for name, value in zip(rule.arrays, raw_inputs):
-            if name in keyword_inputs or (rule.sequence is False and value is None):
-                params[name] = value
-        return self.record(inputs, raw_inputs, out, params)
+                return self.checked_call(args, kwargs)
+        if plain:
+            return self.record(args, raw_inputs, self.raw_function(*raw_inputs), None)
+        out = self.raw_function(*raw_inputs, *args[arity:], **kwargs)
+        params = dict(zip(self.rule.params, args[arity:]))
+        params.update(kwargs)
+        return self.record(args[:arity], raw_inputs, out, params)
 
-    def varargs(self, args):
-        """The arrays and the options before them of a function taking ``*arrays`` (options
-        given by position come first: ``einsum(subscripts, *operands)``), checked."""
-        lead = len(self.rule.positional)
-        for name, value in zip(self.rule.positional, args):
-            if _array_like(value):
-                raise TypeError(f"{self.name}() takes its option {name} first, then its arrays; "
-                                f"got {_a(value)} for {name}")
-        inputs = list(args[lead:])
-        for k, value in enumerate(inputs):
-            if value.__class__ is not Variable:
-                inputs[k] = self.array_input(f"arrays[{k}]", value)
-        return inputs, args[:lead]
-
-    def arrays(self, arrays):
-        """The arrays of ``stack(arrays)`` or ``concat(arrays)`` as a list, checked."""
-        if arrays is _MISSING:
-            raise TypeError(f"{self.name}() missing its array argument arrays (a list or tuple "
-                            "of arrays)")
-        try:
-            inputs = list(arrays)
-        except TypeError:
-            raise TypeError(f"{self.name}() takes a list or tuple of arrays, got "
-                            f"{_a(arrays)}") from None
-        for k, value in enumerate(inputs):
-            if value.__class__ is not Variable:
-                inputs[k] = self.array_input(f"arrays[{k}]", value)
-        return inputs
+_signatures: dict = {}
 
 
-_MISSING = object()
-_ARRAYS_ONLY_FUNCTIONS = frozenset((*_standard.LINEAR_ALGEBRA, *_standard.INDEXING,
-                                    *_standard.FUNCTION_FAMILIES["linalg"],
-                                    *_standard.FUNCTION_FAMILIES["fft"]))
-_OPTIONAL_ARRAYS = frozenset({"min", "max"})  # clip(x, None, 1.0): the standard's defaults
-_HARMLESS = frozenset({"dtype", "copy", "device", "stream"})  # no effect on a gradient's value
+def _signature(backend, nrs, meta):
+    """``(tuple(nrs), tuple(meta))``, one pair shared by every node of that signature on
+    ``backend`` (dtypes of two libraries are never compared): a new tuple of tuples outlives a
+    collection or two before the GC untracks it, and a long graph of same-shaped ops kept the
+    GC scanning them (W4's forward took twice as long)."""
+    key = (backend, tuple(nrs), tuple(meta))
+    try:
+        found = _signatures.get(key)
+    except TypeError:  # a dtype that cannot be hashed
+        return key[1], key[2]
+    if found is None:
+        if len(_signatures) >= 4096:
+            _signatures.clear()
+        found = _signatures[key] = key
+    return found[1], found[2]
 
 
-def _options_read(rule):
-    """The options whose effect a rule's VJPs and JVPs see (None: every option)."""
-    if rule is None or rule.vjps is None:
-        return None
-    names = set(rule.params) | set(rule.arrays) | _HARMLESS
-    for keywords in (*rule.keywords, *rule.jvp_keywords):
-        if keywords is None:
-            return None
-        names.update(keywords)
-    return frozenset(names)
-
-
-def _array_like(value) -> bool:
-    """Whether an array argument can be taken as an array: a number, a (nested) sequence, an
-    array of a backend, or an object offering an array protocol."""
-    if isinstance(value, (Variable, bool, int, float, complex, list, tuple)):
-        return True
-    if value is None or isinstance(value, (str, bytes, dict, set)):
-        return False
-    return registry.of(value) is not None or any(hasattr(value, a) for a in _ARRAY_PROTOCOLS)
-
-
-def _a(value):
-    """``a dict ({'a': 1})``, ``a mymodule.Thing``: what an argument is, for messages."""
-    kind = type(value)
-    if kind.__module__ == "builtins":
-        return f"a {kind.__qualname__} ({value!r:.30})"
-    return f"a {kind.__module__}.{kind.__qualname__}"
-
-
-def _not_an_array(function, argument, value):
-    if value is None:
-        return TypeError(f"{function}(): its array argument {argument} is None")
-    return TypeError(f"{function}(): its array argument {argument} is {_a(value)}, not an array"
-                     ": pass an array, a Variable or a Python number")
-
-
-def check_positional(name, limit, args, rule=None):
-    """Refuse options given by position where the standard makes them keyword-only (else
-    ``stack([a, b], 1)`` would stack on axis 1 and record axis 0), and anything but arrays
-    where a function takes ``*arrays``."""
-    if limit is not None and len(args) > limit:
-        keywords = sorted({k for ks in (rule.keywords if rule else ()) if ks for k in ks})
-        raise TypeError(
-            f"{name}() takes {limit} positional argument(s) in the Array API standard, got "
-            f"{len(args)}: its other options are keyword-only; pass them by name" + (
-                f" (such as {', '.join(k + '=...' for k in keywords)})." if keywords else "."))
-    if name in _ARRAYS_ONLY:
-        for value in args:
-            if isinstance(value, (str, bytes, dict)) or value is None:
-                raise TypeError(f"{name}() takes arrays by position, got {value!r}: pass its "
-                                "options by name (meshgrid(x, y, indexing='ij'))")
-
-
-_ARRAYS_ONLY = frozenset({"meshgrid", "broadcast_arrays"})
-
-
-def _positional_options(name, rule, count):
-    keywords = sorted({k for ks in rule.keywords if ks for k in ks})
-    return (f"{name}() got {count} positional argument(s) after its array argument(s) "
-            f"{', '.join(rule.arrays)}, but takes only {len(rule.params)}: the standard makes its "
-            f"options keyword-only; pass them by name (such as "
-            f"{', '.join(k + '=...' for k in keywords) or 'axis=...'}).")
-
-
-def _shape(value):
-    return tuple(value.shape) if hasattr(value, "shape") else ()
-
-
-def _shapes(values):
-    shapes = [str(tuple(v.shape)) if hasattr(v, "shape") else _a(v) for v in values]
-    return f"arrays of shape {', '.join(shapes)}" if shapes else "no arrays"
-
-
-def _options_note(rest, kwargs):
-    options = [f"{v!r:.30}" for v in rest] + [f"{k}={v!r:.30}" for k, v in kwargs.items()]
-    return f" and options {', '.join(options)}" if options else ""
-
-
-def _describe(value):
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return f"a value of shape {tuple(value.shape)} and dtype {value.dtype}"
-    return _a(value)
+def _unknown_shape(name, backend, out):
+    return GradientError(
+        f"{name} on backend {backend.name!r} gives an output of unknown shape "
+        f"{tuple(out.shape)} (a data-dependent shape, which this backend cannot provide), so "
+        "no gradient can flow through it. Detach its input, or make the shape known first "
+        "(dask: .compute_chunk_sizes()).")
 
 
 def _pack(out, results):
     if hasattr(out, "_fields"):  # a named tuple such as eigh's or svd's
         return type(out)(*results)
     return type(out)(results) if isinstance(out, (tuple, list)) else results
-
-
-_OPTION_TYPES = frozenset((bool, int, float, str, type(None)))
-# A library's option refused even where nothing is recorded, but for the value the standard
-# implies, with what to do instead: with compute_uv=False, array-api-compat's NumPy svd unpacks
-# the singular values into U, S and Vh (when there are three) or fails.
-_STANDARD_ONLY = {
-    ("linalg.svd", "compute_uv"): (True, "For the singular values alone, call "
-                                         "linalg.svdvals(x), which has a gradient."),
-}
-
-
-def _standard_only(name, key, value):
-    """What to do instead where ``value`` of a library's option ``key`` changes what ``name``
-    returns, refused even where nothing is recorded; None for any other option or value."""
-    accepted, instead = _STANDARD_ONLY.get((name, key), (value, None))
-    return None if accepted is value else instead
-
-
-def _plain_options(args, kwargs, reads) -> bool:
-    """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), and
-    every keyword one the rule reads (``reads``; None: any), so that the fast path may pass them
-    on unchanged. Anything else takes the general path, which checks it."""
-    if reads is not None and not kwargs.keys() <= reads:
-        return False
-    return _plain_values(kwargs.values()) and (not args or _plain_values(args))
-
-
-def _plain_values(values) -> bool:
-    for value in values:
-        kind = value.__class__
-        if kind is tuple:
-            for item in value:
-                if item.__class__ is not int:
-                    return False
-        elif kind not in _OPTION_TYPES:
-            return False
-    return True
-
-
-def _one_array_fast(recorder):
-    """A faster path for one-array functions (``sin(x)``, ``sum(x, axis=1)``, ``reshape(x, s)``)
-    called on a Variable of this backend with plain Python options."""
-    backend, raw_function, rule = recorder.backend, recorder.raw_function, recorder.rule
-    sources, names = rule.sources, rule.params
-    coerce, plain = backend.coerce, backend._plain_types
-    general = recorder.__call__
-    options = min(len(names), recorder.positional - 1 if recorder.positional else len(names))
-    reads = recorder.reads
-    # Into its argument only where the rule in force (a plugin may override it) never reads it.
-    in_place = (recorder.name in IN_PLACE_FORWARD and getattr(raw_function, "nout", 0) == 1
-                and all(kind != "input" for kind, _ in sources))
-    saves = sources[0][0] if len(sources) == 1 else None  # exp's ans, sin's x: picked inline
-
-    def function(x, /, *args, **kwargs):
-        if x.__class__ is not Variable or x._backend is not backend or (
-                (args or kwargs) and (len(args) > options or
-                                      not _plain_options(args, kwargs, reads))):
-            return general(x, *args, **kwargs)
-        data = x._data
-        if in_place and not (args or kwargs) and (x.grad_fn or not x._requires_grad) and (
-                temporary_argument(x, data)):  # xp.exp(a - b): into the temporary a - b
-            out = raw_function(data, out=data)
-        else:
-            out = raw_function(data, *args, **kwargs)
-        if out.__class__ not in plain:
-            out = coerce(out)
-        if not (x._requires_grad and _state.enabled):
-            return _make(out, backend, None, 0, False)
-        params = None
-        if args:
-            params = dict(zip(names, args))
-            params.update(kwargs)
-        elif kwargs:  # (a fresh dict each call: the node may keep it)
-            params = kwargs
-        grad_fn, dtype = x.grad_fn, out.dtype
-        node = linked(rule, backend, grad_fn or accumulator(x), x._output_nr if grad_fn else 0,
-                      False, 0, ((data.shape, data.dtype), (out.shape, dtype)),
-                      (out,) if saves == "ans" else (data,) if saves == "input" else
-                      _save_unary(sources, data, out), params)
-        # x is inexact: a result of its very dtype is too (not so astype(x, int32)'s).
-        if not (dtype is data.dtype or backend.is_inexact(dtype)):
-            return _make(out, backend, None, 0, False)
-        return _make(out, backend, node, 0)
-
-    return function
-
-
-def _save_unary(sources, data, out):
-    if not sources:
-        return ()
-    if len(sources) == 1:  # the common case (exp saves ans, sin saves x), without a loop
-        kind = sources[0][0]
-        return (out if kind == "ans" else data if kind == "input" else tuple(data.shape),)
-    return tuple(out if kind == "ans" else data if kind == "input" else tuple(data.shape)
-                 for kind, _ in sources)
-
-
-_TWO_ARRAYS_NO_OPTIONS = frozenset(("matmul", "linalg.matmul", "linalg.outer"))
-"""Functions of the standard besides the elementwise ones that take two arrays and no option:
-the fast path of :func:`_binary_fast` serves them too (``xp.matmul(X, W)``)."""
-
-
-def _saved_picker(sources, users, needs):
-    """``(out, ra, rb, None) -> saved`` for a two-input node whose inputs in ``needs`` ({0},
-    {1} or {0, 1}) require grad: per saved name its value, or None where only the gradient of
-    an input that needs none reads it. One ``itemgetter`` unless a shape is saved."""
-    positions, shapes = [], []
-    for (kind, index), readers in zip(sources, users):
-        if not needs.intersection(readers):
-            positions.append(3)
-        elif kind == "ans":
-            positions.append(0)
-        else:  # an input, or its shape
-            if kind == "shape":
-                shapes.append(len(positions))
-            positions.append(1 + index)
-    if shapes == [0] and len(positions) == 1:  # subtract's x2_shape: no loop
-        (position,) = positions
-        return lambda values: (_shape(values[position]),)
-    if shapes:
-        return lambda values: tuple(_shape(values[p]) if k in shapes else values[p]
-                                    for k, p in enumerate(positions))
-    if len(positions) == 1:  # itemgetter of one position gives the item, not a tuple
-        (position,) = positions
-        return lambda values: (values[position],)
-    return operator.itemgetter(*positions) if positions else lambda values: ()
-
-
-def _binary_fast(recorder, raw_function, reflected=False):
-    """A faster path for functions of two arrays and no options (``x * y``, ``2 * x``,
-    ``matmul``) and for the operators."""
-    backend, rule = recorder.backend, recorder.rule
-    sources = rule.sources
-    users = [range(2) if readers is None else readers for readers in rule.users]
-    coerce, plain = backend.coerce, backend._plain_types
-    operand = recorder.operand
-    # Per inputs needing grad (1: a, 2: b, 3: both): what to save, from (out, ra, rb, None).
-    pickers = [None] + [_saved_picker(sources, users, needs) for needs in ({0}, {1}, {0, 1})]
-
-    def function(a, b, /):
-        if reflected:
-            a, b = b, a
-        # operand() checks backends and raw arrays; Variables of ours and Python numbers skip it.
-        ra = a._data if a.__class__ is Variable and a._backend is backend else (
-            a if a.__class__ in _NUMBERS else operand(a, 0))
-        rb = b._data if b.__class__ is Variable and b._backend is backend else (
-            b if b.__class__ in _NUMBERS else operand(b, 1))
-        out = raw_function(ra, rb)
-        if out.__class__ not in plain:
-            out = coerce(out)
-        needs_a = a.__class__ is Variable and a._requires_grad
-        needs_b = b.__class__ is Variable and b._requires_grad
-        if not ((needs_a or needs_b) and _state.enabled):
-            return _make(out, backend, None, 0, False)
-        saved = pickers[needs_a + 2 * needs_b]((out, ra, rb, None))
-        dtype = out.dtype
-        # Each input's node: its grad_fn (and output number), or a leaf's AccumulateGrad.
-        first = (a.grad_fn or accumulator(a)) if needs_a else None
-        second = (b.grad_fn or accumulator(b)) if needs_b else None
-        first_nr = a._output_nr if needs_a and a.grad_fn else 0
-        second_nr = b._output_nr if needs_b and b.grad_fn else 0
-        node = linked(rule, backend, first, first_nr, second, second_nr,
-                      ((ra.shape, ra.dtype) if needs_a else None,
-                       (rb.shape, rb.dtype) if needs_b else None, (out.shape, dtype)),
-                      saved, None)
-        # An input that requires grad is inexact: a result of its very dtype is too.
-        if not (needs_a and dtype is ra.dtype or backend.is_inexact(dtype)):
-            return _make(out, backend, None, 0, False)
-        return _make(out, backend, node, 0)
-
-    return function
 
 
 def _plain(backend, name, raw_function, constant_inputs=False):
@@ -668,6 +258,14 @@ def _plain(backend, name, raw_function, constant_inputs=False):
         return _make(coerce(out), backend, None, 0, False)
 
     function.__name__ = name.rsplit(".", 1)[-1]
+    return function
+
+
+def _unless_complex(recorded, plain):
+    """``recorded`` for a complex argument, else ``plain`` (no gradient): a function of
+    ``rules.REAL_CONSTANT``, constant for real arguments."""
+    def function(x, /, *args, **kwargs):
+        return (recorded if is_complex(x) else plain)(x, *args, **kwargs)
     return function
 
 
@@ -719,19 +317,48 @@ def build_namespace(backend) -> Namespace:
             function = _plain(backend, name, raw_function)
         else:
             rule = backend.rule_override(name) or RULES.get(name) or no_rule(name)
-            recorder = recorders[name] = _Recorder(backend, name, raw_function, rule)
-            if _is_one_array(rule):
-                function = _one_array_fast(recorder)
-            elif rule.arrays == ("x1", "x2") and (name in _standard.ELEMENTWISE
-                                                  or name in _TWO_ARRAYS_NO_OPTIONS):
-                function = _binary_fast(recorder, raw_function)
-            else:
-                function = _calling(recorder)
+            function = recorders[name] = _Recorder(backend, name, raw_function, rule)
+            if name in _VIEW_FUNCTIONS:
+                function = _viewing(function, _VIEW_FUNCTIONS[name])
+            if name in REAL_CONSTANT:  # sign: recorded for complex arguments only
+                function = _unless_complex(function, _plain(backend, name, raw_function))
         _install(ns, name, function, raw_function)
-    _install_specials(ns, backend, recorders)
+    _specials.install(ns, backend, recorders, _Recorder)
     ns.pad = pad  # not in the standard; xarray's rolling windows call xp.pad
     backend.operators = _operators(ns, backend, recorders)
     return ns
+
+
+def _inverse_permutation(view, base, args, kwargs, ns):
+    axes = args[0] if args else kwargs["axes"]
+    return ns.permute_dims(view, tuple(sorted(range(len(axes)), key=lambda i: axes[i])))
+
+
+# Functions whose result is a view of their argument in NumPy, and how a view's new value gives
+# its base's: ``back(view, base, args, kwargs, ns)``.
+_VIEW_FUNCTIONS = {
+    "reshape": lambda view, base, args, kwargs, ns: ns.reshape(view, base.shape),
+    "expand_dims": lambda view, base, args, kwargs, ns: ns.reshape(view, base.shape),
+    "squeeze": lambda view, base, args, kwargs, ns: ns.reshape(view, base.shape),
+    "permute_dims": _inverse_permutation,
+    "matrix_transpose": lambda view, base, args, kwargs, ns: ns.matrix_transpose(view),
+    "moveaxis": lambda view, base, args, kwargs, ns: ns.moveaxis(view, args[1], args[0]),
+    "flip": lambda view, base, args, kwargs, ns: ns.flip(view, *args, **kwargs),
+}
+
+
+def _viewing(function, back):
+    """``function`` whose result, where the backend made it a view of its argument, is linked
+    to it as a view: in-place changes of either reach the other (``_views``)."""
+    def view_function(x, /, *args, **kwargs):
+        result = function(x, *args, **kwargs)
+        if x.__class__ is Variable and result.__class__ is Variable and (
+                _views.is_view(result._values, x._values)):
+            ns = x._backend.ns
+            _views.link(x, result, lambda base: function(base, *args, **kwargs),
+                        lambda base, view: back(view, base, args, kwargs, ns))
+        return result
+    return view_function
 
 
 def _composed(forward, raw):
@@ -775,27 +402,16 @@ def _build_special(backend):
     for name, rule in SPECIAL.items():
         raw_function = getattr(raw_special, name, None)
         if raw_function is not None:
-            recorder = _Recorder(backend, rule.name, raw_function, rule)
-            function = _one_array_fast(recorder) if _is_one_array(rule) else _calling(recorder)
+            function = _Recorder(backend, rule.name, raw_function, rule)
             function.__name__ = function.__qualname__ = name
             function.__doc__ = getattr(raw_function, "__doc__", None)
             setattr(special, name, function)
     return special
 
 
-def _is_one_array(rule):
-    return rule.vjps is not None and rule.arrays == ("x",) and rule.outputs == 1 and (
-        not rule.sequence) and all(kind in ("ans", "input", "shape") for kind, _ in rule.sources)
-
-
-def _calling(recorder):
-    def function(*args, **kwargs):
-        return recorder(*args, **kwargs)
-    return function
-
-
 def _install(ns, name, function, raw_function):
-    # Docs and signature (through __wrapped__) are the backend's own function's.
+    """Install ``function`` (a recorder, or a plain function) as ``ns.name``: docs and
+    signature (through ``__wrapped__``) are the backend's own function's."""
     functools.update_wrapper(function, raw_function, assigned=("__doc__",), updated=())
     # The standard's name, which errors quote (NumPy's atan2 is named arctan2).
     function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
@@ -804,125 +420,6 @@ def _install(ns, name, function, raw_function):
         setattr(getattr(ns, extension), short, function)
     else:
         setattr(ns, name, function)
-
-
-def _holds_variables(obj) -> bool:
-    return any(isinstance(part, Variable) or (isinstance(part, (list, tuple))
-                                              and _holds_variables(part)) for part in obj)
-
-
-def _install_specials(ns, backend, recorders):
-    """``asarray`` keeps Variables in the graph; indexing and ``to_device`` are recorded."""
-    raw = backend.raw
-    raw_asarray = raw.asarray
-    astype = getattr(ns, "astype", None)
-    unwrap = _Recorder(backend, "asarray", raw_asarray, None).unwrap
-    copy_of = _Recorder(backend, "asarray", lambda x: raw_asarray(x, copy=True), RULES["copy"])
-
-    def asarray(obj, /, *, dtype=None, device=None, copy=None):
-        # Code written against the standard often starts with x = xp.asarray(x): keep x's graph.
-        if isinstance(obj, Variable):
-            if obj._backend is not backend:
-                raise mixed_backends(backend, obj._backend, "asarray")
-            result = obj
-            if dtype is not None and dtype != obj.dtype:
-                result = astype(result, dtype)
-            elif copy:
-                result = copy_of(result)
-            if device is not None:
-                result = result.to_device(device)
-            return result
-        if isinstance(obj, (list, tuple)) and _holds_variables(obj):
-            return _stack_nested(obj, dtype, device)
-        return _make(backend.coerce(raw_asarray(unwrap(obj), dtype=dtype, device=device, copy=copy)),
-                     backend, None, 0, False)
-
-    def _stack_nested(obj, dtype, device):
-        # xp.asarray([a, b]) of Variables: stacked, so the graph is kept (never an object array).
-        parts = [asarray(part, device=device) for part in obj]
-        if dtype is None:
-            dtype = raw.result_type(*[part.data for part in parts])
-        return ns.stack([asarray(part, dtype=dtype) for part in parts])
-
-    ns.asarray = asarray
-    raw_from_dlpack = getattr(ns, "from_dlpack", None)
-
-    def from_dlpack(x, /, **options):
-        # A Variable of this backend: asarray's (its graph kept); of another, its data would
-        # leave the graph, so only a constant may go (as Variable.__dlpack__ says).
-        if isinstance(x, Variable) and x._backend is backend and not options:
-            return asarray(x)
-        if isinstance(x, Variable):
-            x.__dlpack__()  # refuses where x requires grad
-            x = x.data
-        return raw_from_dlpack(x, **options)
-
-    if raw_from_dlpack is not None:
-        ns.from_dlpack = from_dlpack
-    getitem = _Recorder(backend, "__getitem__", backend.get_index, RULES["getitem"])
-
-    def _getitem(x, key):
-        if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
-            key = _list_key(key)
-        return getitem(x, key=key)
-
-    def _list_key(key):
-        # NumPy reads a list in a key as an integer (or boolean) array: make it one, so that
-        # the rule sees an array and adds the gradients of a repeated index (x[[0, 0, 1]]).
-        if isinstance(key, tuple):
-            return tuple(_list_key(part) if part.__class__ is list else part for part in key)
-        index = raw_asarray(unwrap(key))
-        if index.size == 0:  # [] selects nothing, as NumPy's integer []
-            index = raw_asarray(unwrap(key), dtype=raw.int64)
-        return index
-
-    def raw_setitem(x, value, key):
-        if _writes_nothing(x, value, key):  # x as it is, shared: nothing ever writes into an
-            return x  # array that two Variables hold (below)
-        # Copy-on-write, except where reference counts prove that only the Variable being
-        # assigned sees x: then in place, as NumPy code expects (SciPy's at(z, i).set(nan)).
-        # x's references: that Variable's data, the recorder's raw_inputs, the slice of it and
-        # the argument tuple of this call, this argument, private's, getrefcount's. Anything
-        # else holding x (a node that saved it, a user's name) is one more: then a copy.
-        if not private(x, 7):
-            x = raw_asarray(x, copy=True)
-        try:
-            return backend.set_index(x, key, value)
-        except (TypeError, ValueError) as exc:  # NumPy's "setting an array element with a..."
-            kind = TypeError if isinstance(exc, TypeError) else ValueError
-            raise kind(
-                f"__setitem__: cannot assign {_describe(value)} to x[{key!r:.40}] of a Variable "
-                f"of shape {tuple(x.shape)} and dtype {x.dtype} ({type(exc).__name__}: "
-                f"{exc})") from exc
-
-    def _writes_nothing(x, value, key):
-        # A mask with no True, and a number NumPy would take into x (it refuses NaN into
-        # integers, a complex into reals, an int beyond float64 even where nothing is written)
-        kind = value.__class__
-        if not (kind is float or kind in (int, bool) and -_EXACT_INT <= value <= _EXACT_INT
-                or kind is complex and raw.isdtype(x.dtype, "complex floating")):
-            return False
-        return backend.is_inexact(x.dtype) and selects_nothing(raw, key, x.shape)
-
-    setitem = _Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
-
-    def _setitem(x, key, value):
-        if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
-            key = _list_key(key)  # as in _getitem: the rule sees repeated positions
-        return setitem(x, value, key=key)
-
-    to_device = _Recorder(backend, "to_device", raw_to_device, RULES["to_device"])
-
-    def _to_device(x, device, stream):
-        return to_device(x, device=device, stream=stream)
-
-    ns._getitem = _getitem
-    ns._setitem = _setitem
-    ns._to_device = _to_device
-    for recorder in (getitem, setitem, to_device):
-        recorder.reads = None  # called here with the options their rules read, nothing else
-    recorders.update(getitem=getitem, setitem=setitem, to_device=to_device)
-    backend.recorders = recorders  # the forward mode applies linear functions to tangents
 
 
 class _OperatorTable(dict):
@@ -954,8 +451,8 @@ def _operators(ns, backend, recorders):
         elif not takes_scalars:
             raw_function = _scalar_operand(backend.raw, raw_function, raw_operator)
         if name in recorders:
-            table[name] = _binary_fast(recorders[name], raw_function)
-            table["r" + name] = _binary_fast(recorders[name], raw_function, reflected=True)
+            recorder = table[name] = _Recorder(backend, name, raw_function, recorders[name].rule)
+            table["r" + name] = lambda a, b, recorder=recorder: recorder(b, a)
         else:
             plain = _plain(backend, name, raw_function)
             table[name] = plain
@@ -964,34 +461,6 @@ def _operators(ns, backend, recorders):
         if name in vars(ns):  # a backend may lack some functions
             table[name] = getattr(ns, name)
     return table
-
-
-# The array dtypes a Python scalar may meet in an operator, by the standard's type promotion
-# ("Mixing arrays with Python scalars"): it takes the array's dtype.
-_SCALAR_MEETS = {bool: "bool", int: ("integral", "real floating", "complex floating"),
-                 float: ("real floating", "complex floating"), complex: "complex floating"}
-
-
-def _scalar_operand(raw, raw_function, raw_operator):
-    """``raw_function(a, b)`` for a namespace older than the standard's 2024.12, whose functions
-    take arrays only: a Python scalar operand becomes a 0-d array of the other's dtype, as the
-    standard's operators take it. A mix the standard leaves to the library (an integer array
-    and a float) is the library's own operator's."""
-    asarray, isdtype = raw.asarray, raw.isdtype
-
-    def function(a, b):
-        first = a.__class__ in _NUMBERS
-        scalar, array = (a, b) if first else (b, a)
-        if scalar.__class__ not in _NUMBERS or array.__class__ in _NUMBERS:
-            return raw_function(a, b)
-        if not isdtype(array.dtype, _SCALAR_MEETS[scalar.__class__]):
-            return raw_operator(a, b)
-        device = getattr(array, "device", None)
-        scalar = (asarray(scalar, dtype=array.dtype) if device is None else
-                  asarray(scalar, dtype=array.dtype, device=device))
-        return raw_function(scalar, b) if first else raw_function(a, scalar)
-
-    return function
 
 
 Backend.namespace_factory = build_namespace  # backends build their namespace through it

@@ -367,7 +367,7 @@ class _Registry:
 
     def _forget_answers(self):
         """Drop the answers cached from the plugins' specs (owners, coercions): they changed."""
-        rules.forget_reusable_types()
+        rules.forget_capabilities()
         self._by_type.clear()
         for backend in self.backends.values():
             backend._plain_types.clear()

@@ -4,17 +4,19 @@
 They take raw backend arrays or Variables, alone or in pytrees (nested tuples, lists, dicts and
 namedtuples; ``None`` is an empty subtree), and give results of the same structure. Raw arrays
 in give raw arrays out; Variables in give Variables out, still connected to the graph, so that
-transforms nest (``hessian`` is ``jacfwd(jacrev(f))``, as in JAX and ``torch.func``).
+transforms nest (``hessian`` is ``jacfwd(jacrev(f))``, as in JAX and ``torch.func``): an inner
+transform's results are Variables recorded as functions of every outer Variable they depend on,
+however it enters (argument, keyword, closure, tangent, cotangent). An output that depends on
+no input (a number, a raw array) has zero derivatives, as in JAX.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import itertools
 import math
-import weakref
 
-from . import _pytree, autograd
+from . import _grad_mode, _pytree, autograd
 from ._forward import push_tangents
 from ._variable import Variable
 from .errors import BackwardError, GradientError
@@ -44,32 +46,41 @@ class _Wrt:
 
     def __init__(self, leaves, raw, structure, since):
         self.leaves, self.raw, self.structure = leaves, raw, structure
-        self.since = since  # the serial number before its leaves (see _MADE)
+        self.since = since  # the serial number before its leaves (see _internal_leaf)
 
-    def tree(self, values):
-        """The argument's structure holding ``values`` (one per leaf; raw where given raw)."""
-        return _pytree.unflatten(self.structure, [_out(v, r) for v, r in zip(values, self.raw)])
-
-
-_MADE: dict = {}
-"""The leaves transforms made themselves (by id), each with its serial number. A transform running
-inside ``f`` (an inner one, done when ``f`` returns) made its leaves after the current one made
-its own: a graph reaching them is no outer graph to keep. One made before belongs to an outer
-transform, still running."""
-_serials = itertools.count()
+    def tree(self, values, connected=False):
+        """The argument's structure holding ``values`` (one per leaf; raw where given raw,
+        unless ``connected``)."""
+        return _pytree.unflatten(self.structure, [_out(v, r and not connected)
+                                                  for v, r in zip(values, self.raw)])
 
 
 def _internal_leaf(value):
+    """A leaf for a raw value. A transform running inside ``f`` (an inner one, done when ``f``
+    returns) made its leaves after the current one made its own: a graph reaching them is no
+    outer graph to keep. One made before belongs to an outer transform, still running."""
     leaf = Variable(value, requires_grad=True)
-    _MADE[id(leaf)] = next(_serials)
-    weakref.finalize(leaf, _MADE.pop, id(leaf), None)  # ids are reused once it is gone
+    _grad_mode.made_leaf(leaf)
     return leaf
 
 
-def _leaf(value, path, transform):
-    """A leaf Variable requiring grad for the value at ``path``."""
+def _standing_for(value, outer):
+    """The Variable a transform differentiates with respect to, for the Variable ``value``
+    given as its argument: a new node recorded on ``value`` (an identity) where ``value``
+    belongs to an outer graph that is recording (``outer``), so that the transform's
+    derivatives are taken with respect to its argument alone, not to ``value`` wherever else
+    it enters ``f`` (a closure, another argument): ``grad(lambda a: a * x)(x)`` is ``x``, as in
+    JAX. Otherwise a new leaf holding its data: no outer graph is to be kept."""
+    if value.requires_grad and outer:
+        with _grad_mode.enable_grad():
+            return value.__array_namespace__().positive(value)
+    return _internal_leaf(value.data)
+
+
+def _leaf(value, path, transform, outer=True):
+    """A Variable requiring grad, new to this transform, for the value at ``path``."""
     if isinstance(value, Variable):
-        return value if value.requires_grad else _internal_leaf(value.data)
+        return _standing_for(value, outer)
     if isinstance(value, (bool, int)) or type(value).__name__ in ("str", "bytes"):
         raise TypeError(f"{transform}(): {path} is a Python {type(value).__name__}, which cannot "
                         "be differentiated: pass it in an argument outside argnums (or in a "
@@ -84,16 +95,17 @@ def _leaf(value, path, transform):
         raise renamed from exc
 
 
-def _prepare(args, argnums, transform):
-    """The arguments to call ``f`` with (the differentiated ones' leaves as leaf Variables),
-    the positions, and one ``_Wrt`` per position."""
+def _prepare(args, argnums, transform, outer=True):
+    """The arguments to call ``f`` with (the differentiated ones' leaves as new Variables,
+    see ``_leaf``), the positions, and one ``_Wrt`` per position. ``outer``: whether grad mode
+    was on where the transform was called."""
     positions = _positions(argnums, len(args), transform)
-    call, done, since = list(args), {}, next(_serials)
+    call, done, since = list(args), {}, _grad_mode.serial()
     for i in positions:
         if i not in done:  # argnums=(0, 0) names one argument twice: one set of leaves
             leaves, structure = _pytree.flatten(args[i])
             names = _pytree.paths(structure, f"args[{i}]")
-            variables = [_leaf(v, p, transform) for v, p in zip(leaves, names)]
+            variables = [_leaf(v, p, transform, outer) for v, p in zip(leaves, names)]
             call[i] = _pytree.unflatten(structure, variables)
             done[i] = _Wrt(variables, [not isinstance(v, Variable) for v in leaves], structure,
                            since)
@@ -137,7 +149,7 @@ def _closes_over_graph(outs, wrts):
         seen.add(id(node))
         variable = getattr(node, "variable", None)  # an AccumulateGrad: a leaf
         if variable is not None:
-            if id(variable) not in own and _MADE.get(id(variable), -1) < since:
+            if id(variable) not in own and not _grad_mode.made_since(variable, since):
                 return True
             continue
         stack.extend(edge[0] for edge in node.edges if edge is not None)
@@ -149,6 +161,26 @@ def _connect(wrts):
     for w in wrts:
         w.raw = [False] * len(w.leaves)
     return True
+
+
+def _connected(outer, wrts, outs, *given):
+    """Whether the results must stay connected to an outer graph, and so be recorded and given
+    as Variables: grad mode was on where the transform was called (``outer``), and a Variable
+    that requires grad was given (an argument, differentiated or not, a keyword, a tangent), or
+    the outputs depend on one (a closure)."""
+    if outer and (_nested(*given) or _closes_over_graph(outs, wrts)):
+        return _connect(wrts)
+    return False
+
+
+@contextlib.contextmanager
+def _differentiating():
+    """Run a transform's body with grad mode on, giving whether it was on outside: a
+    transform computes its derivatives even under ``no_grad`` (as ``torch.func`` and JAX), and
+    its results are connected to an outer graph only where that mode was on."""
+    outer = _grad_mode.state.enabled
+    with _grad_mode.enable_grad():
+        yield outer
 
 
 def _describe(value):
@@ -174,26 +206,41 @@ def _aux_out(aux, connected, raw):
         for a in leaves])
 
 
-def _outputs(out, transform):
-    """The leaves of ``f``'s output (each a Variable) and its structure."""
+def _outputs(out, wrts, transform):
+    """The leaves of ``f``'s output, each a Variable (a constant where ``f`` returned a raw
+    array or a number), and its structure."""
     leaves, structure = _pytree.flatten(out)
-    for leaf, path in zip(leaves, _pytree.paths(structure, "output")):
-        if not isinstance(leaf, Variable):
-            where = "" if structure is _pytree.LEAF else f" at {path}"
-            raise TypeError(f"{transform}(): f returned {_describe(leaf)}{where}, not an array "
-                            "computed from its inputs through the differentiable namespace")
-    return leaves, structure
+    paths = _pytree.paths(structure, "output")
+    return [_output(leaf, wrts, transform, "" if structure is _pytree.LEAF else f" at {path}")
+            for leaf, path in zip(leaves, paths)], structure
+
+
+def _output(value, wrts, transform, where=""):
+    """``value``, which ``f`` returned, as a Variable: a raw array or a Python number depends
+    on no input, so it is a constant (its derivatives are zeros, as in JAX and HIPS autograd),
+    on the inputs' backend for a number."""
+    if isinstance(value, Variable):
+        return value
+    like = next((v for w in wrts for v in w.leaves), None)
+    try:
+        if isinstance(value, (bool, int, float, complex)) and like is not None:
+            return Variable(like._backend.raw.asarray(value))
+        return Variable(value)
+    except Exception:  # noqa: BLE001  (not an array of a registered backend)
+        raise TypeError(f"{transform}(): f returned {_describe(value)}{where}, not an array "
+                        "(a Variable computed from its inputs, a constant array or a "
+                        "number)") from None
 
 
 def _zeros(like):
     return like.__array_namespace__().zeros_like(like)
 
 
-def _trees(wrts, values):
+def _trees(wrts, values, connected=False):
     """``values`` (one per leaf of every ``_Wrt``, in order) as one tree per ``_Wrt``."""
     trees, start = [], 0
     for w in wrts:
-        trees.append(w.tree(values[start:start + len(w.leaves)]))
+        trees.append(w.tree(values[start:start + len(w.leaves)], connected))
         start += len(w.leaves)
     return trees
 
@@ -207,30 +254,35 @@ def value_and_grad(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def value_and_gradient(*args, **kwargs):
-        create_graph = _nested(args)
-        call, positions, wrts = _prepare(args, argnums, "grad")
-        result = f(*call, **kwargs)
-        if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
-            raise TypeError(
-                "grad(has_aux=True) needs f to return a pair (output, aux), got "
-                f"{_describe(result)}")
-        value, aux = result if has_aux else (result, None)
-        if not isinstance(value, Variable) or value.size != 1:
-            raise BackwardError(
-                f"grad() needs f to return a single-element Variable, got "
-                f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
-                "for other outputs")
-        if not create_graph and _closes_over_graph([value], wrts):
-            create_graph = _connect(wrts)
-        grads = _gradients(value, wrts, create_graph)
-        gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
-        raw = _all_raw(wrts)
-        value = _out(value, raw) if create_graph else _out(value.detach(), raw)
-        if has_aux:
-            return (value, _aux_out(aux, create_graph, raw)), gradient
-        return value, gradient
+        with _differentiating() as outer:
+            return _value_and_grad(f, argnums, has_aux, outer, args, kwargs)
 
     return value_and_gradient
+
+
+def _value_and_grad(f, argnums, has_aux, outer, args, kwargs):
+    """``value_and_grad(f, argnums, has_aux)(*args, **kwargs)``, grad mode on."""
+    call, positions, wrts = _prepare(args, argnums, "grad", outer)
+    result = f(*call, **kwargs)
+    if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(
+            "grad(has_aux=True) needs f to return a pair (output, aux), got "
+            f"{_describe(result)}")
+    value, aux = result if has_aux else (result, None)
+    value = _output(value, wrts, "grad")
+    if value.size != 1:
+        raise BackwardError(
+            f"grad() needs f to return a single-element Variable, got "
+            f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
+            "for other outputs")
+    create_graph = _connected(outer, wrts, [value], args, kwargs)
+    grads = _gradients(value, wrts, create_graph)
+    gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
+    raw = _all_raw(wrts)
+    value = _out(value, raw) if create_graph else _out(value.detach(), raw)
+    if has_aux:
+        return (value, _aux_out(aux, create_graph, raw)), gradient
+    return value, gradient
 
 
 def _gradients(value, wrts, create_graph):
@@ -263,15 +315,19 @@ def vjp(f, *primals, has_aux=False):
     with ``cotangent`` of the structure of ``f``'s output, gives a tuple with one gradient per
     primal, each of that primal's structure."""
     _callable(f, "vjp")
-    create_graph = _nested(primals)
-    call, _, wrts = _prepare(primals, tuple(range(len(primals))), "vjp")
-    out, aux = _split_aux(f(*call), has_aux, "vjp")
-    outs, structure = _outputs(out, "vjp")
+    with _differentiating() as outer:
+        call, _, wrts = _prepare(primals, tuple(range(len(primals))), "vjp", outer)
+        out, aux = _split_aux(f(*call), has_aux, "vjp")
+        outs, structure = _outputs(out, wrts, "vjp")
     inputs = [v for w in wrts for v in w.leaves]
-    if not create_graph and _closes_over_graph(outs, wrts):
-        create_graph = _connect(wrts)
+    create_graph = _connected(outer, wrts, outs, primals)
 
     def vjp_fn(cotangent):
+        with _differentiating() as now:
+            return _pull(cotangent, now)
+
+    def _pull(cotangent, now):
+        """``vjp_fn(cotangent)``, grad mode on; ``now``: whether it was on outside."""
         if isinstance(out, (tuple, list)) and not (
                 isinstance(cotangent, (tuple, list)) and len(cotangent) == len(out)):
             raise ValueError(f"vjp_fn(): f returned {len(out)} outputs, so it takes a tuple of "
@@ -283,12 +339,14 @@ def vjp(f, *primals, has_aux=False):
                 raise GradientError(f"vjp_fn(): cotangent{path} has shape {tuple(shape)}, but "
                                     f"f's output{path} has shape {tuple(o.shape)}: they must "
                                     "match")
+        # a cotangent that requires grad (an outer transform's) is recorded into the result
+        connected = now and (create_graph or _nested(cotangents))
         live = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
         grads = autograd.grad([o for o, _ in live], inputs, [c for _, c in live],
-                              retain_graph=True, create_graph=create_graph,
+                              retain_graph=True, create_graph=connected,
                               allow_unused=True) if live and inputs else [None] * len(inputs)
         return tuple(_trees(wrts, [g if g is not None else _zeros(x)
-                                   for g, x in zip(grads, inputs)]))
+                                   for g, x in zip(grads, inputs)], connected))
 
     raw = _all_raw(wrts)
     values = _pytree.unflatten(structure, [_out(o if create_graph else o.detach(), raw)
@@ -343,8 +401,7 @@ def _jvp_by_transposed_vjp(outs, inputs, tangents):
     """``J t`` as the gradient, w.r.t. ``u``, of ``sum Re<J^T u, t>``, both recorded
     (``create_graph=True``), so that the result is connected to everything it depends on."""
     live = [k for k, o in enumerate(outs) if o.requires_grad]
-    us = [Variable(outs[k]._backend.raw.zeros_like(outs[k].data), requires_grad=True)
-          for k in live]
+    us = [_internal_leaf(outs[k]._backend.raw.zeros_like(outs[k].data)) for k in live]
     grads = autograd.grad([outs[k] for k in live], inputs, us, create_graph=True,
                           allow_unused=True) if live else []
     total = None
@@ -363,14 +420,13 @@ def _jvp_by_transposed_vjp(outs, inputs, tangents):
     return [r if r is not None else _zeros(o.detach()) for r, o in zip(results, outs)]
 
 
-def _primals_and_tangents(primals, tangents, transform):
-    """For ``jvp`` and ``hvp``: whether an outer transform's graph is to be kept, the call's
-    arguments, the differentiated trees, their leaves, and the tangent of each leaf."""
+def _primals_and_tangents(primals, tangents, transform, outer):
+    """For ``jvp`` and ``hvp``: the call's arguments, the differentiated trees, their leaves,
+    and the tangent of each leaf."""
     primals, tangents = _check_pairs(primals, tangents, transform)
-    connected = _nested(primals, tangents)
-    call, _, wrts = _prepare(primals, tuple(range(len(primals))), transform)
+    call, _, wrts = _prepare(primals, tuple(range(len(primals))), transform, outer)
     inputs = [v for w in wrts for v in w.leaves]
-    return connected, call, wrts, inputs, _tangent_leaves(wrts, tangents, transform)
+    return call, wrts, inputs, _tangent_leaves(wrts, tangents, transform)
 
 
 def jvp(f, primals, tangents, has_aux=False):
@@ -378,12 +434,12 @@ def jvp(f, primals, tangents, has_aux=False):
     through the rules' JVPs. ``primals`` and ``tangents`` are tuples with one pytree per
     argument of ``f``; the tangent out has the structure of ``f``'s output."""
     _callable(f, "jvp")
-    connected, call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp")
-    out, aux = _split_aux(f(*call), has_aux, "jvp")
-    outs, structure = _outputs(out, "jvp")
-    if not connected and _closes_over_graph(outs, wrts):
-        connected = _connect(wrts)
-    pushed = _push(outs, inputs, given, connected)
+    with _differentiating() as outer:
+        call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "jvp", outer)
+        out, aux = _split_aux(f(*call), has_aux, "jvp")
+        outs, structure = _outputs(out, wrts, "jvp")
+        connected = _connected(outer, wrts, outs, primals, tangents)
+        pushed = _push(outs, inputs, given, connected)
     raw = _all_raw(wrts)
     values = _pytree.unflatten(structure, [_out(o if connected else o.detach(), raw)
                                            for o in outs])
@@ -400,17 +456,17 @@ def hvp(f, primals, tangents):
     ``torch.func``; the product is a tuple with one tree per primal (as
     ``torch.autograd.functional.hvp``)."""
     _callable(f, "hvp")
-    connected, call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "hvp")
-    value = f(*call)
-    if not isinstance(value, Variable) or value.size != 1:
-        raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
-                            f"{getattr(value, 'shape', type(value).__name__)}")
-    if not connected and _closes_over_graph([value], wrts):
-        connected = _connect(wrts)
-    grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
-        value.requires_grad and inputs) else [None] * len(inputs)
-    grads = [g if g is not None else _zeros(x.detach()) for g, x in zip(grads, inputs)]
-    products = _push(grads, inputs, given, connected)
+    with _differentiating() as outer:
+        call, wrts, inputs, given = _primals_and_tangents(primals, tangents, "hvp", outer)
+        value = _output(f(*call), wrts, "hvp")
+        if value.size != 1:
+            raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
+                                f"{getattr(value, 'shape', type(value).__name__)}")
+        connected = _connected(outer, wrts, [value], primals, tangents)
+        grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
+            value.requires_grad and inputs) else [None] * len(inputs)
+        grads = [g if g is not None else _zeros(x.detach()) for g, x in zip(grads, inputs)]
+        products = _push(grads, inputs, given, connected)
     value = _out(value if connected else value.detach(), _all_raw(wrts))
     return value, tuple(_trees(wrts, products))
 
@@ -434,13 +490,16 @@ def _jacobian(f, argnums, has_aux, mode, transform):
 
     @functools.wraps(f)
     def jacobian_of(*args, **kwargs):
-        nested = _nested(args)
-        call, _, wrts = _prepare(args, argnums, transform)
+        with _differentiating() as outer:
+            return _jacobian_of(outer, args, kwargs)
+
+    def _jacobian_of(outer, args, kwargs):
+        """``jacobian_of(*args, **kwargs)``, grad mode on."""
+        call, _, wrts = _prepare(args, argnums, transform, outer)
         out, aux = _split_aux(f(*call, **kwargs), has_aux, transform)
-        outs, structure = _outputs(out, transform)
+        outs, structure = _outputs(out, wrts, transform)
         inputs = [v for w in wrts for v in w.leaves]
-        if not nested and _closes_over_graph(outs, wrts):
-            nested = _connect(wrts)
+        nested = _connected(outer, wrts, outs, args, kwargs)
         # Forward mode gives results that no outer graph sees: nested, go reverse (same values).
         blocks = (_forward_blocks if mode == "fwd" and not nested else _reverse_blocks)(
             outs, inputs, nested)

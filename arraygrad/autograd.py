@@ -52,7 +52,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise BackwardError(f"grad(): inputs[{k}] does not require grad; every input must "
                                 "(requires_grad=True)")
         edges.append(variable._edge)
-    capture = _engine.backward(roots, retain_graph, create_graph, {edge: None for edge in edges})
+    capture = _engine.backward(roots, retain_graph, create_graph, Variable,
+                               {edge: None for edge in edges})
 
     results, handed_out = [], set()
     for variable, edge in zip(inputs, edges):

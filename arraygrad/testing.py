@@ -95,7 +95,8 @@ def directional_derivatives(f, arrays, backend="numpy", *, mode="rev", eps=1e-6,
         # backward with u as the outputs' gradient: the VJP, with nothing else recorded.
         roots = [(o, u) for o, u in zip(outs, us) if o.requires_grad]
         if roots:  # else f is constant in its inputs (the gradient of a linear map)
-            _engine.backward([(o._edge, o._seed(u, False)) for o, u in roots], False, False)
+            _engine.backward([(o._edge, o._seed(u, False)) for o, u in roots], False, False,
+                             Variable)
         for k, group in enumerate(groups):
             for i in group:
                 if inputs[i].grad is not None:

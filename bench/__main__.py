@@ -525,8 +525,8 @@ def machine():
         except importlib.metadata.PackageNotFoundError:
             pass
     try:
-        from arraygrad._speedups import ENGINE
-    except ImportError:  # a revision from before the compiled engine (python -m bench.compare)
+        from arraygrad._speedups import ENGINE  # a revision with the compiled engine (compare)
+    except ImportError:
         ENGINE = "pure Python"
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; " + \
         ", ".join(versions) + f"; arraygrad's backward engine: {ENGINE}"

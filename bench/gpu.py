@@ -227,7 +227,6 @@ def write_results(device, rows, outcomes, quick, path=RESULTS):
     import platform
 
     import arraygrad
-    from arraygrad._speedups import ENGINE
 
     versions = [f"Python {platform.python_version()}", f"NumPy {np.__version__}",
                 f"arraygrad {arraygrad.__version__}"]
@@ -241,8 +240,8 @@ def write_results(device, rows, outcomes, quick, path=RESULTS):
         pass
     lines = ["# GPU results", "",
              f"Measured {time.strftime('%Y-%m-%d')} on {device.name} with `python -m bench.gpu "
-             f"--write-results{' --quick' if quick else ''}`; {', '.join(versions)}; "
-             f"arraygrad's backward engine: {ENGINE}. Best times, each run ending with a device "
+             f"--write-results{' --quick' if quick else ''}`; {', '.join(versions)}. "
+             f"Best times, each run ending with a device "
              f"synchronisation; ratios to PyTorch on CUDA (goal: at most {GOAL}).", "",
              "| workload | library | time | ratio to PyTorch |", "|---|---|---|---|"]
     for workload, name, milliseconds, ratio in rows:

@@ -21,6 +21,8 @@ from arraygrad.rules import OUTSIDE_STANDARD, RULES
 from arraygrad.rules.special import SPECIAL
 
 from .behaviour import BEHAVIOURS
+from .nested import FAMILIES as NESTED_FAMILIES
+from .programs import FAMILIES as PROGRAM_FAMILIES
 
 CHECKS = ("forward", "numerical", "jacobian", "cross_backend", "external", "invariants",
           "second_order", "forward_mode", "convention", "behaviour")
@@ -765,9 +767,14 @@ def _eig_invariant(xp, a):
 # Special functions (scipy.special's names) on the backends that provide them: inside each
 # domain; an integer order or a shape parameter without a gradient is a constant.
 SPECIAL_DOMAINS = {"erfinv": "unit", "erfcinv": "positive_below2", "logit": "probability",
-                   "ndtri": "probability", "betainc": "probability", "betaincc": "probability"}
-SPECIAL_CONSTANTS = {"polygamma": (2,), "gammainc": (1.7,), "gammaincc": (1.7,),
+                   "ndtri": "probability", "betainc": "probability", "betaincc": "probability",
+                   "multigammaln": "above1"}  # defined for a > (d - 1) / 2
+# Leading constant arguments (a Python int as it is, a float as a full array), and trailing
+# ones (multigammaln's dimension d follows a).
+SPECIAL_CONSTANTS = {"polygamma": (2,), "yn": (2,), "jv": (1.5,), "yv": (1.5,), "iv": (1.5,),
+                     "ive": (1.5,), "kv": (1.5,), "gammainc": (1.7,), "gammaincc": (1.7,),
                      "stdtr": (3.5,), "betainc": (2.5, 1.5), "betaincc": (2.5, 1.5)}
+SPECIAL_TRAILING = {"multigammaln": (3,)}
 
 
 def _special(xp, name):
@@ -784,12 +791,20 @@ def _special(xp, name):
     return getattr(special, name)
 
 
+def _special_call(name, leading, trailing):
+    """``xp.special.<name>`` of the case's arrays between its constant arguments."""
+    def call(xp, *xs):
+        def constant(k):
+            return k if isinstance(k, int) else xp.full_like(xs[0], k)
+        return _special(xp, name)(*map(constant, leading), *xs, *map(constant, trailing))
+    return call
+
+
 for _name, _rule in sorted(SPECIAL.items()):
-    _constants = SPECIAL_CONSTANTS.get(_name, ())
-    _arity = len(_rule.arrays) - len(_constants)
-    case(f"special.{_name}", "basic", (lambda n, c: lambda xp, *xs: _special(xp, n)(*[
-        k if isinstance(k, int) else xp.full_like(xs[0], k) for k in c], *xs))(_name, _constants), *[Arg((5,), SPECIAL_DOMAINS.get(_name, "positive"))] * _arity,
-        dtypes=("float64",))
+    _leading, _trailing = SPECIAL_CONSTANTS.get(_name, ()), SPECIAL_TRAILING.get(_name, ())
+    _arity = len(_rule.arrays) - len(_leading) - len(_trailing)
+    case(f"special.{_name}", "basic", _special_call(_name, _leading, _trailing),
+         *[Arg((5,), SPECIAL_DOMAINS.get(_name, "positive"))] * _arity, dtypes=("float64",))
 
 
 # Engine behaviour on each backend: accumulation, retain_graph, hooks, create_graph, saved
@@ -797,6 +812,13 @@ for _name, _rule in sorted(SPECIAL.items()):
 for _name, _check in BEHAVIOURS.items():
     CASES.append(Case(f"autograd.{_name}", "float64", None, (), "autograd",
                       dtypes=("float64",), behaviour=_check))
+
+# Programs, not only functions: random compositions, sizes over the internal thresholds, writes
+# through views, hooks on intermediates, nested transforms (conformance/programs.py, nested.py).
+for _id, _check in {**PROGRAM_FAMILIES, **NESTED_FAMILIES}.items():
+    _op, _variant = _id[:-1].split("[", 1)
+    CASES.append(Case(_op, _variant, None, (), "programs", dtypes=("float64",),
+                      behaviour=_check))
 
 
 def _real_view(xp, z):
@@ -856,3 +878,51 @@ def draw(arg: Arg, dtype: str, rng) -> np.ndarray:
         return values.astype(dtype if "complex" in dtype else {"float32": "complex64"}.get(
             dtype, "complex128"))
     return values.astype(real_dtype)
+
+
+# ------------------------------------------------------------------------------ edges
+# Complex sign, the values of every unique function, multi-output functions with one output,
+# empty operands, repeated eigenvalues and singular values, singular matrices for det.
+def _degenerate_symmetric(xp, a, b):
+    """``a I + b b^T`` (3 x 3): the eigenvalue ``a`` twice, for every ``a`` and ``b``."""
+    eye = xp.eye(3, dtype=b.dtype)
+    return a * eye + b[:, None] * b[None, :]
+
+
+def _unique_values_of(name):
+    """The values ``name`` returns (the first of several outputs), times distinct weights."""
+    def f(xp, x):
+        values = getattr(xp, name)(x)[0]
+        return values * xp.arange(1, values.shape[0] + 1, dtype=values.dtype)
+    return f
+
+
+EDGES = [
+    ("sign", "complex", lambda xp, a, b: _real_view(xp, xp.sign(_complex_view(xp, a, b))),
+     Arg((3, 4), "nonzero"), Arg((3, 4), "nonzero")),
+    ("unstack", "length_1", lambda xp, x: xp.unstack(x, axis=1)[0], (3, 1)),
+    ("broadcast_arrays", "one", lambda xp, x: xp.broadcast_arrays(x)[0], (3,)),
+    ("meshgrid", "one", lambda xp, x: xp.meshgrid(x)[0], (3,)),
+    ("prod", "empty_other_axis", lambda xp, x: xp.prod(x, axis=1), (0, 3)),
+    ("tensordot", "empty_free_axis", lambda xp, a, b: xp.tensordot(a, b, axes=1), (0, 2),
+     (2, 3)),
+    ("cumulative_prod", "empty,include_initial", lambda xp, x: xp.cumulative_prod(
+        x, include_initial=True), (0,)),
+    ("linalg.eigvalsh", "repeated", lambda xp, a, b: xp.linalg.eigvalsh(
+        _degenerate_symmetric(xp, a, b)), Arg((), "positive"), (3,)),
+    ("linalg.eigh", "repeated,values", lambda xp, a, b: xp.linalg.eigh(
+        _degenerate_symmetric(xp, a, b))[0], Arg((), "positive"), (3,)),
+    ("linalg.svd", "repeated,values", lambda xp, a, b: xp.linalg.svd(
+        _degenerate_symmetric(xp, a, b))[1], Arg((), "positive"), (3,)),
+    ("linalg.svdvals", "repeated", lambda xp, a, b: xp.linalg.svdvals(
+        _degenerate_symmetric(xp, a, b)), Arg((), "positive"), (3,)),
+    ("linalg.det", "rank_2_of_3", lambda xp, a, b: xp.linalg.det(a @ b), (3, 2), (2, 3)),
+    ("linalg.det", "rank_1_of_3", lambda xp, a, b: xp.linalg.det(a @ b), (3, 1), (1, 3)),
+]
+for _name in ("unique_all", "unique_counts", "unique_inverse"):
+    EDGES.append((_name, "values", _unique_values_of(_name), (3, 4)))
+for _op, _variant, _f, *_args in EDGES:
+    # Second order through repeated values differentiates the vectors, which are not unique.
+    case(_op, _variant, _f, *_args, dtypes=COMPLEX if "complex" in _variant else None,
+         requires=("data_dependent_shapes",) if _op.startswith("unique") else (),
+         second_order="repeated" not in _variant)

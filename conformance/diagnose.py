@@ -153,8 +153,7 @@ def trace(backend, run):
 
 @contextlib.contextmanager
 def _nodes_on_the_stack():
-    """Run every backward node through a Python frame that names its rule, for _caller: the
-    compiled engine (arraygrad-speedups) has no frames of its own on the stack."""
+    """Run every backward node through a Python frame that names its rule, for _caller."""
     from arraygrad._engine import AccumulateGrad, Node
 
     node_apply, leaf_apply = Node.apply, AccumulateGrad.apply

@@ -39,6 +39,7 @@ class Result:
     inputs: str | None = None  # the backend's semantic inputs (``"masked"``), or plain ones
     cause: str | None = None  # the call to blame, found by running the failure again traced
     traceback: str | None = None  # of a crash
+    program: str | None = None  # a failing program's minimal reproduction (programs.*)
 
     @property
     def id(self) -> str:
@@ -79,7 +80,9 @@ class Result:
 
     def snippet(self) -> str:
         """Python lines running this case again and printing each check, the cause and the
-        traceback."""
+        traceback; for a failing program, its minimal reproduction."""
+        if self.program:
+            return self.program
         plugin = self._plugin()
         register = ""
         if plugin:
@@ -188,6 +191,7 @@ class _Runner:
         self.rng = np.random.default_rng(seed + zlib.crc32(case.id.encode()))
         self.host = [draw(arg, dtype, self.rng) for arg in case.args]
         self.checks = {}
+        self.program = None
         self.stage = "drawing the inputs"
         self.inputs = inputs
         make = backend.spec.semantic_inputs[inputs] if inputs else None
@@ -358,6 +362,7 @@ class _Runner:
             self.record("behaviour", "skip", str(exc))
         except AssertionError as exc:
             self.record("behaviour", "fail", str(exc))
+            self.program = getattr(exc, "code", None)  # a program's minimal reproduction
         return self.checks
 
     def _invariants(self, variables, grads, raw_inputs, before, us, us_host):
@@ -735,12 +740,15 @@ def run_one(backend, case, dtype, seed=0, reference=None, known=None, *,
     reference = reference or _reference()
     known = deviations.for_backend(backend) if known is None else known
 
+    made = []
+
     def attempt():
         runner = None
         try:
             with time_limit(timeout):
                 runner = _Runner(backend, case, dtype, seed, backend.tolerances(dtype),
                                  allow_missing, inputs)
+                made.append(runner)
                 return runner.run(reference), None
         except (Exception, CaseTimeout) as exc:  # fails once; the checks left did not run
             checks = runner.checks if runner else {}
@@ -754,7 +762,8 @@ def run_one(backend, case, dtype, seed=0, reference=None, known=None, *,
             return checks, exc
 
     checks, crash = attempt()
-    result = Result(backend.name, case, dtype, checks, seed, inputs)
+    result = Result(backend.name, case, dtype, checks, seed, inputs,
+                    program=made[0].program if made else None)
     if isinstance(crash, CaseTimeout):  # running it again, traced, would hang again
         result.traceback = "".join(traceback.format_exception(crash))
     elif result.status == "fail" and case.behaviour is None:

@@ -13,9 +13,18 @@ def _namespace():
 
 
 def _scalar_as_array(value):
-    """NumPy returns scalars (``numpy.float64``) from reductions and 0-d arithmetic."""
+    """NumPy returns scalars (``numpy.float64``) from reductions and 0-d arithmetic. Masked
+    arrays and matrices are refused: their own rules (a mask honoured forward, ``*`` as a
+    matrix product) would decide results that the gradient does not follow."""
     import numpy
 
+    if isinstance(value, (numpy.ma.MaskedArray, numpy.matrix)):
+        kind = type(value)
+        raise TypeError(
+            f"arraygrad does not take a {kind.__module__}.{kind.__qualname__}: its own rules "
+            "(a mask, or * as a matrix product) would change results without the gradient "
+            "knowing. Pass plain arrays: numpy.ma.filled(a, value) or a.data with the mask as "
+            "an array of its own (xp.where(mask, x, fill)), numpy.asarray(m) for a matrix.")
     return numpy.asarray(value) if isinstance(value, numpy.generic) else None
 
 

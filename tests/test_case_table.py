@@ -21,6 +21,7 @@ REAL_ONLY = {"atan2", "copysign", "hypot", "logaddexp", "maximum", "minimum", "r
              "nextafter",
              "clip", "max", "min", "var", "std", "sort", "linalg.cross", "cumulative_prod",
              "fft.rfft", "fft.rfftn", "fft.ihfft", "astype", "to_device", "unique_values",
+             "unique_all", "unique_counts", "unique_inverse",
              # outside the standard: shifted by a max (no order on complex), or real (xlogy's
              # as SciPy's and torch's); sinc as NumPy's, checked on reals
              "logsumexp", "softmax", "log_softmax", "sinc", "xlogy"}

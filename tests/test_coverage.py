@@ -6,8 +6,8 @@ import pytest
 
 import arraygrad as ag
 from arraygrad import _standard
-from arraygrad.rules import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES,
-                             TRANSPOSE)
+from arraygrad.rules import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD,
+                             REAL_CONSTANT, RULES, TRANSPOSE)
 
 REVISIONS = ["2024.12", "2025.12"]
 # array-api-strict's own helpers, not names of the standard.
@@ -88,16 +88,18 @@ def test_every_rule_has_a_vjp_and_a_jvp():
 
 def test_the_issue_s_non_differentiable_list():
     listed = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "floor",
-              "ceil", "round", "trunc", "sign", "argmax", "argsort", "isnan", "bitwise_and",
+              "ceil", "round", "trunc", "argmax", "argsort", "isnan", "bitwise_and",
               "bitwise_or", "bitwise_xor", "bitwise_invert", "bitwise_left_shift",
               "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
-              "unique_all", "unique_counts", "unique_inverse", "nonzero",
-              "searchsorted", "count_nonzero", "linalg.matrix_rank"}
+              "nonzero", "searchsorted", "count_nonzero", "linalg.matrix_rank"}
     assert listed <= NONDIFFERENTIABLE
-    # unique_values returns values of its input: dropping their gradient silently would break
-    # "record or refuse" (array-api-extra's union1d of floats), so it shares each value's
-    # gradient among the equal elements, as max does among ties.
-    assert "unique_values" in RULES
+    # sign is constant for real arguments only: z / |z| is smooth for complex z != 0.
+    assert "sign" in REAL_CONSTANT and "sign" in RULES
+    # The unique functions return values of their input: dropping their gradient silently would
+    # break "record or refuse" (array-api-extra's union1d of floats), so each shares a value's
+    # gradient among the equal elements, as max does among ties (their indices and counts are
+    # integers, with none).
+    assert {"unique_values", "unique_all", "unique_counts", "unique_inverse"} <= set(RULES)
 
 
 def test_non_differentiable_results_never_require_grad(backend):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad import _engine
+from arraygrad import _engine, _watch
 
 BACKENDS = ["numpy", "array_api_strict",
             pytest.param("torch", marks=pytest.mark.skipif(
@@ -290,7 +290,7 @@ def test_nodes_hold_no_traceback_when_anomaly_is_off():
     x = ag.Variable(np.ones(3), requires_grad=True)
     y = xp.sin(x * 2.0) + x
     nodes = [y.grad_fn, y.grad_fn.next_functions[0][0]]
-    assert not ag.is_anomaly_enabled() and not _engine._watching
+    assert not ag.is_anomaly_enabled() and not _watch.watching
     assert all(getattr(node, "forward_trace", None) is None for node in nodes)
     with ag.detect_anomaly():
         z = xp.sin(x)

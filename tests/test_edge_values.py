@@ -393,4 +393,6 @@ def test_every_difference_is_needed_and_named():
 def test_the_probes_cover_every_differentiable_elementwise_function():
     covered = {c.id.split("(")[0].split("[")[0] for c in CASES}
     elementwise = {n for n in _standard.ELEMENTWISE if n in RULES}
-    assert elementwise - covered == {"imag"}  # imag of a real array: torch has no gradient
+    # imag of a real array: torch has no gradient; sign is constant for real arguments (its
+    # complex rule, torch's sgn, is checked by tests/test_rule_edges.py)
+    assert elementwise - covered == {"imag", "sign"}

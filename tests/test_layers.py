@@ -10,17 +10,20 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "arraygrad"
 
 LAYERS = {  # docs/architecture.md's layers, numbered by what each may import
-    0: ["errors", "_standard", "hookspecs", "_grad_mode", "_pytree", "_speedups"],
+    0: ["errors", "_standard", "hookspecs", "_grad_mode", "_pytree"],
     1: ["rules", "_anomaly"],
-    2: ["_plugins", "_numpy_protocol"],
-    3: ["_engine"],
-    4: ["_variable", "_links"],
-    5: ["_namespace"],
-    6: ["_forward", "autograd", "_einops", "_debug", "_checkpoint"],
-    7: ["_transforms", "testing", "_function"],
-    8: ["arraygrad", "conformance"],  # the package's public names; the certification suite
-    9: ["cli"],
-    10: ["__main__"],  # python -m arraygrad: the command
+    2: ["_watch"],
+    3: ["_plugins", "_numpy_protocol", "_buffers", "_views"],
+    4: ["_engine", "_methods", "_checks"],
+    5: ["_variable"],
+    6: ["_arguments"],
+    7: ["_specials"],
+    8: ["_namespace"],
+    9: ["_forward", "autograd", "_einops", "_debug", "_checkpoint"],
+    10: ["_transforms", "testing", "_function"],
+    11: ["arraygrad", "conformance"],  # the package's public names; the certification suite
+    12: ["cli"],
+    13: ["__main__"],  # python -m arraygrad: the command
 }
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 

@@ -172,5 +172,5 @@ def test_sum_to_uses_it():
 def test_forgetting_the_backends_forgets_the_answers():
     sum_axes(_NoSum(), np.ones((3, 4)), (0,))
     assert _core._matmul_sums_types
-    rules.forget_reusable_types()
+    rules.forget_capabilities()
     assert not _core._matmul_sums_types and not _core._sum_plans and not _core._ones

@@ -1,6 +1,7 @@
-"""Memory reuse in backward (``rules.times``): gradients are computed in place in arrays that
-only the engine can see, and multiplying by a broadcast 1 is skipped. Nothing the user can
-reach may change, and every gradient must stay exact."""
+"""Memory reuse (``arraygrad._buffers``): accumulation adds in place into a gradient buffer that
+nothing else refers to, a leaf's ``.grad`` takes such a buffer without a copy, and assignment
+writes into a Variable's array when only that Variable holds it. Nothing the user can reach may
+change, and every gradient must stay exact."""
 
 import sys
 import tracemalloc
@@ -9,13 +10,13 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad import rules
+from arraygrad import _buffers
 from arraygrad.testing import check_grads
 
 xp = ag.namespace("numpy")
-LARGE = 1 << 16  # float64: above REUSE_MIN_BYTES; above ONES_MIN_SIZE
+LARGE = 1 << 16  # float64: above _buffers.MIN_BYTES
 exact_refcounts = pytest.mark.skipif(
-    not rules.reuse._EXACT_REFCOUNTS, reason="reuse is off where reference counts are not exact "
+    not _buffers.EXACT_REFCOUNTS, reason="reuse is off where reference counts are not exact "
     f"({sys.implementation.name} {sys.version_info[:2]})")
 
 
@@ -27,8 +28,7 @@ def w3_gradient(x):
 @pytest.fixture
 def reuse_everywhere(monkeypatch):
     """Reuse on arrays of every size, so that small test arrays take the same paths."""
-    monkeypatch.setattr(rules.reuse, "REUSE_MIN_BYTES", 1)
-    monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", 1)
+    monkeypatch.setattr(_buffers, "MIN_BYTES", 1)
 
 
 FUNCTIONS = {
@@ -57,15 +57,14 @@ FUNCTIONS = {
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_gradients_are_exact_with_reuse_on_every_size(reuse_everywhere, monkeypatch, name, rng):
     """sum(f(x)) starts backward with a broadcast 1 and fresh temporaries all along: every path
-    of times() is taken, and the gradients must match central differences."""
+    of accumulation is taken, and the gradients must match central differences."""
     function = FUNCTIONS[name]
     x, w = rng.uniform(0.1, 1.0, 64), rng.uniform(0.1, 1.0, 64)
     check_grads(lambda v: xp.sum(function(v, w)), x)
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     with_reuse = variable.grad.data
-    monkeypatch.setattr(rules.reuse, "REUSE_MIN_BYTES", 1 << 62)  # the same backward, reusing nothing
-    monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", 1 << 62)
+    monkeypatch.setattr(_buffers, "MIN_BYTES", 1 << 62)  # the same backward, reusing nothing
     variable = ag.Variable(x, requires_grad=True)
     xp.sum(function(variable, w)).backward()
     np.testing.assert_array_equal(with_reuse, variable.grad.data)
@@ -161,69 +160,6 @@ def _backward_peak(loss):
 
 
 @exact_refcounts
-def test_backward_of_an_unheld_chain_allocates_no_large_array(rng):
-    """exp's VJP takes exp's own output (g is a broadcast 1), negative's VJP negates it in
-    place, and the leaf takes it: backward adds no array of x's size."""
-    x = rng.standard_normal(1 << 20)  # 8 MiB
-    variable = ag.Variable(x, requires_grad=True)
-    loss = xp.sum(xp.exp(-variable))
-    peak = _backward_peak(loss)
-    assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
-    np.testing.assert_allclose(variable.grad.data, -np.exp(-x), rtol=1e-15)
-
-
-@exact_refcounts
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_arrays_are_reused_from_a_size_in_bytes(rng, dtype):
-    """At ``REUSE_MIN_BYTES`` the chain above allocates no array of x's size; at half of it,
-    where reusing costs more time than it saves, two, as with no reuse: exp's VJP multiplies
-    and negative's negates into new arrays. In bytes, whatever the dtype: a bound in elements
-    would be wrong for one of the two."""
-    itemsize = np.dtype(dtype).itemsize
-    for nbytes, arrays in ((rules.reuse.REUSE_MIN_BYTES, (0, 0.25)),
-                           (rules.reuse.REUSE_MIN_BYTES // 2, (2, 2.25))):
-        x = rng.standard_normal(nbytes // itemsize).astype(dtype)
-        variable = ag.Variable(x, requires_grad=True)
-        peak = _backward_peak(xp.sum(xp.exp(-variable)))
-        assert arrays[0] <= peak / x.nbytes < arrays[1], (
-            f"{x.nbytes} bytes of {x.dtype}: backward allocated {peak / x.nbytes:.2f} arrays")
-        np.testing.assert_allclose(variable.grad.data, -np.exp(-x), rtol=1e-6)
-
-
-@exact_refcounts
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_broadcast_gradient_reuses_saved_arrays_from_the_same_size(rng, dtype):
-    """``sum(exp(x) * 2)``: exp's VJP gets the broadcast 2 and scales its own saved output in
-    place from ``REUSE_MIN_BYTES`` exactly (the engine's bound for saved arrays, from the
-    shape and dtype), and makes one new array below it."""
-    itemsize = np.dtype(dtype).itemsize
-    for nbytes, arrays in ((rules.reuse.REUSE_MIN_BYTES, (0, 0.25)),
-                           (rules.reuse.REUSE_MIN_BYTES // 2, (1, 1.25))):
-        x = rng.standard_normal(nbytes // itemsize).astype(dtype)
-        variable = ag.Variable(x, requires_grad=True)
-        peak = _backward_peak(xp.sum(xp.exp(variable) * 2.0))
-        assert arrays[0] <= peak / x.nbytes < arrays[1], (
-            f"{x.nbytes} bytes of {x.dtype}: backward allocated {peak / x.nbytes:.2f} arrays")
-        np.testing.assert_allclose(variable.grad.data, 2 * np.exp(x), rtol=1e-6)
-
-
-@exact_refcounts
-@pytest.mark.parametrize("name", ["std", "var"])
-def test_std_and_var_backward_make_one_array(rng, name):
-    """Their VJPs take g and 1 / ((n - correction) std) on the reduced shape, then scale the
-    one centred array in place, which the leaf takes: one array of x's size (it was three)."""
-    x = rng.standard_normal(1 << 20)
-    variable = ag.Variable(x, requires_grad=True)
-    loss = getattr(xp, name)(variable, correction=1.0)
-    peak = _backward_peak(loss)
-    assert peak < 1.5 * x.nbytes, f"backward allocated {peak / x.nbytes:.2f} arrays of x's size"
-    centred = x - x.mean()
-    expected = centred / ((x.size - 1) * np.std(x, ddof=1)) if name == "std" else (
-        2 * centred / (x.size - 1))
-    np.testing.assert_allclose(variable.grad.data, expected, rtol=1e-12)
-
-
-@exact_refcounts
 def test_a_held_output_is_copied_not_reused(rng):
     x = rng.standard_normal(1 << 20)
     variable = ag.Variable(x, requires_grad=True)
@@ -233,33 +169,6 @@ def test_a_held_output_is_copied_not_reused(rng):
     np.testing.assert_array_equal(e.data, before)
     assert not np.shares_memory(variable.grad.data, e.data)
     np.testing.assert_allclose(variable.grad.data, -before, rtol=1e-15)
-
-
-def test_only_backends_that_declare_reuse_unshared_have_arrays_reused(monkeypatch):
-    """An array type with NumPy's ``base`` is reused only if its backend says its ``base``
-    means what NumPy's does (capability ``reuse_unshared``)."""
-    import types
-
-    from arraygrad import _plugins
-
-    class Mine(np.ndarray):
-        pass
-
-    plugin = types.SimpleNamespace(arraygrad_backend=ag.hookimpl(
-        lambda: ag.BackendSpec(name="mine", arrays=(Mine,), namespace="array_api_compat.numpy")))
-    registry = _plugins._Registry()
-    monkeypatch.setattr(_plugins, "registry", registry)
-    registry.register(plugin)
-    try:
-        rules.forget_reusable_types()
-        mine, plain = Mine((3,)), np.zeros(3)
-        assert mine.base is None and plain.base is None
-        assert not rules.reuse.private(mine, 100)
-        assert rules.reuse.private(plain, 100) == rules.reuse._EXACT_REFCOUNTS
-        assert ag.get_backend("numpy").capabilities()["reuse_unshared"]
-        assert not registry.get("mine").capabilities()["reuse_unshared"]
-    finally:
-        rules.forget_reusable_types()
 
 
 def test_read_only_constants_are_never_written_to(rng):
@@ -291,9 +200,11 @@ def test_assignment_writes_in_place_only_into_an_array_nobody_else_sees():
     y[1] = 9.0
     assert held[1] == 3.0
     del held
-    shared = y.detach()  # a Variable sharing it: copy-on-write
+    old = y.data  # a user's name for it: copy-on-write again
+    shared = y.detach()  # shares y's values, as PyTorch's detach: it sees the change
     y[2] = 0.0
-    assert shared.data[2] == 6.0
+    assert shared.data[2] == 0.0 and old[2] == 6.0
+    del old
     e = xp.exp(x)  # saved by exp's backward: copy-on-write
     before = e.data
     e[0] = 0.0
@@ -304,113 +215,6 @@ def test_assignment_writes_in_place_only_into_an_array_nobody_else_sees():
 
 
 @exact_refcounts
-def test_a_saved_array_only_its_node_holds_is_overwritten_by_its_last_vjp(rng):
-    """exp's VJP gets a broadcast 3 (not one it may overwrite), so it multiplies into exp's own
-    saved output, which the released node alone held: backward adds no array of x's size."""
-    x = rng.standard_normal(1 << 20)
-    variable = ag.Variable(x, requires_grad=True)
-    loss = xp.sum(xp.exp(-variable)) * 3.0
-    peak = _backward_peak(loss)
-    assert peak < x.nbytes / 4, f"backward allocated {peak / 2**20:.1f} MiB"
-    np.testing.assert_allclose(variable.grad.data, -3.0 * np.exp(-x), rtol=1e-15)
-
-
-@exact_refcounts
-@pytest.mark.parametrize("case", ["negated_operand", "negated_temporary", "two_intermediates"])
-def test_a_product_takes_its_gradients_in_place_in_its_saved_operands_and_g(rng, case):
-    """A VJP that can overwrite a saved operand only its node holds (``-x`` of
-    ``(-x) * (x + 1)``) runs first and computes into it; one that cannot runs last and computes
-    into ``g``: the product's backward makes no array, and ``sin``'s ``cos`` goes into the
-    product, which only ``sin``'s node held: backward makes no array of x's size (it was two).
-    ``(-x) * x`` keeps ``x`` alone, and makes its whole gradient in ``g``."""
-    x = rng.standard_normal(1 << 20)
-    variable = ag.Variable(x, requires_grad=True)
-    if case == "negated_operand":
-        loss = xp.sum(xp.sin(-variable * variable))
-        expected = np.cos(-x * x) * (-2 * x)
-    elif case == "negated_temporary":
-        loss = xp.sum(xp.sin(-variable * (variable + 1.0)))
-        expected = np.cos(-x * (x + 1)) * (-2 * x - 1)
-    else:
-        loss = xp.sum(xp.sin((variable * 2.0) * (variable + 1.0)))
-        expected = np.cos(2 * x * (x + 1)) * (2 * (x + 1) + 2 * x)
-    peak = _backward_peak(loss)
-    assert peak < x.nbytes / 4, f"backward allocated {peak / x.nbytes:.2f} arrays of x's size"
-    np.testing.assert_allclose(variable.grad.data, expected, rtol=1e-12, atol=1e-15)
-
-
-# f(inner(x)) whose inner result only f's node holds, with d sum(f(inner(x))) / dx by hand.
-DERIVATIVES_INTO_THE_SAVED_INPUT = {
-    "log1p": (lambda ns, v: ns.log1p(v * 3.0), lambda x: 3 / (1 + 3 * x)),
-    "log": (lambda ns, v: ns.log(v * 3.0), lambda x: 1 / x),
-    "log2": (lambda ns, v: ns.log2(v * 3.0), lambda x: 1 / (x * np.log(2))),
-    "log10": (lambda ns, v: ns.log10(v * 3.0), lambda x: 1 / (x * np.log(10))),
-    "expm1": (lambda ns, v: ns.expm1(v * 3.0), lambda x: 3 * np.exp(3 * x)),
-    "sin": (lambda ns, v: ns.sin(v * 3.0), lambda x: 3 * np.cos(3 * x)),
-    "sinh": (lambda ns, v: ns.sinh(v * 3.0), lambda x: 3 * np.cosh(3 * x)),
-    "cosh": (lambda ns, v: ns.cosh(v * 3.0), lambda x: 3 * np.sinh(3 * x)),
-    "square": (lambda ns, v: ns.square(v * 3.0), lambda x: 18 * x),
-    "pow_2": (lambda ns, v: (v * 3.0) ** 2, lambda x: 18 * x),
-    "product_of_two_equal_temporaries": (lambda ns, v: (v * 3.0) * (v * 3.0), lambda x: 18 * x),
-}
-
-
-@exact_refcounts
-@pytest.mark.parametrize("name", DERIVATIVES_INTO_THE_SAVED_INPUT)
-def test_a_derivative_is_computed_into_the_saved_input_only_its_node_holds(rng, name):
-    """``log1p``'s ``1 / (1 + x)``, ``log``'s ``1 / x``, ``expm1``'s ``ans + 1``, ``sin``'s
-    ``cos(x)`` and ``2 g x`` of a square are computed in the memory of the saved input (or
-    ``g``) that nothing else holds: backward adds no array of x's size."""
-    function, derivative = DERIVATIVES_INTO_THE_SAVED_INPUT[name]
-    x = rng.uniform(0.2, 1.0, 1 << 20)
-    variable = ag.Variable(x, requires_grad=True)
-    peak = _backward_peak(xp.sum(function(xp, variable)))
-    assert peak < x.nbytes / 4, f"backward allocated {peak / x.nbytes:.2f} arrays of x's size"
-    np.testing.assert_allclose(variable.grad.data, derivative(x), rtol=1e-13)
-
-
-@pytest.mark.parametrize("name", DERIVATIVES_INTO_THE_SAVED_INPUT)
-def test_the_same_derivatives_on_a_backend_that_reuses_nothing(name):
-    """array-api-strict's arrays have no NumPy ``base``, ``flags`` or ``dtype.kind``: the
-    in-place helpers must pass them by, not crash (large arrays take those paths)."""
-    strict = ag.namespace("array_api_strict")
-    function, derivative = DERIVATIVES_INTO_THE_SAVED_INPUT[name]
-    x = np.random.default_rng(0).uniform(0.2, 1.0, LARGE)
-    variable = ag.Variable(strict.asarray(x), requires_grad=True)
-    strict.sum(function(strict, variable)).backward()
-    np.testing.assert_allclose(np.asarray(variable.grad.data), derivative(x), rtol=1e-13)
-
-
-def _probe_rule(first_vjp, second_vjp):
-    """A two-argument rule whose VJPs both read the saved ``x1``."""
-    return rules._core.Rule("probe", ("x1", "x2"), (first_vjp, second_vjp))
-
-
-@exact_refcounts
-@pytest.mark.parametrize("returned_by_first", [True, False])
-def test_a_saved_array_is_overwritten_only_by_the_last_vjp_that_reads_it(returned_by_first):
-    """Of two VJPs reading one saved array that only the node holds, the first must leave it
-    intact for the second; and the second must not overwrite it either if the first returned
-    it as its gradient."""
-    from arraygrad._engine import run_vjps
-
-    times = rules.reuse.times
-    if returned_by_first:
-        rule = _probe_rule(lambda xp, g, x1: x1, lambda xp, g, x1: times(g, x1))
-    else:
-        rule = _probe_rule(lambda xp, g, x1: times(g, x1), lambda xp, g, x1: g + x1)
-    x1 = np.arange(1.0, LARGE + 1.0)  # its values, recomputed below: the node holds the array
-    g = np.full(LARGE, 3.0)
-    results = run_vjps(rule, np, g, (np.arange(1.0, LARGE + 1.0),), None, [(None, 0)] * 2,
-                       owned=False, spent=True)
-    if returned_by_first:
-        expected = [x1, 3.0 * x1]
-    else:
-        expected = [3.0 * x1, 3.0 + x1]
-    for got, want in zip(results, expected):
-        np.testing.assert_array_equal(got, want)
-
-
 @pytest.mark.parametrize("holder", ["variable", "view", "array", "other_node", "retain_graph"])
 def test_a_saved_array_someone_else_holds_is_never_overwritten(rng, holder):
     x = rng.standard_normal(LARGE)
@@ -567,20 +371,6 @@ def _forward_peak(f):
 
 
 @exact_refcounts
-def test_a_function_of_a_temporary_is_computed_into_it(rng):
-    """``xp.exp(x * 2.0)``: exp writes into the temporary ``x * 2.0``, which nothing else can
-    see, as NumPy elides ``a * b + c``'s temporaries: one large array, not two."""
-    x = rng.standard_normal(1 << 20)
-    variable = ag.Variable(x, requires_grad=True)
-    y, peak = _forward_peak(lambda: xp.exp(xp.negative(variable * 0.5)))
-    assert peak < 1.5 * x.nbytes, f"the forward allocated {peak / x.nbytes:.2f} arrays"
-    xp.sum(y).backward()
-    np.testing.assert_allclose(variable.grad.data, -0.5 * np.exp(-0.5 * x), rtol=1e-14)
-    # exp saved its output (exp's VJP reads it): tanh may not write into it.
-    y, peak = _forward_peak(lambda: xp.tanh(xp.exp(variable * 0.5)))
-    assert 1.5 * x.nbytes < peak < 2.5 * x.nbytes
-
-
 @exact_refcounts
 def test_a_function_never_writes_into_an_argument_someone_holds(rng):
     x = rng.standard_normal(1 << 16)
@@ -686,3 +476,70 @@ def test_a_gradient_someone_else_holds_is_never_summed_into(rng, other):
         np.testing.assert_array_equal(_ReturnsHeld.HELD, before)
     finally:
         _ReturnsHeld.HELD = _ReturnsHeldToo.HELD = None
+
+
+def test_reference_counts_are_trusted_only_where_they_are_exact():
+    """CPython before 3.14 with the GIL counts every reference; 3.14 may borrow them on the
+    stack and a free-threaded build may hand an array to another thread: there take() declines."""
+    import sysconfig
+
+    exact = (sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+             and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+    assert _buffers.EXACT_REFCOUNTS is bool(exact)
+
+
+@exact_refcounts
+def test_take_returns_only_an_array_that_nothing_else_holds():
+    holder = [np.ones(LARGE)]
+    owned = _buffers.take(holder, 0)
+    assert owned is not None and holder == [None]
+    held = np.ones(LARGE)
+    holder = [held]  # a name holds it too
+    assert _buffers.take(holder, 0) is None and holder[0] is held
+    holder = [np.ones(2 * LARGE)[::2]]  # a view: its base is memory someone may see
+    assert _buffers.take(holder, 0) is None
+    small = [np.ones(8)]  # below MIN_BYTES: not worth it
+    assert _buffers.take(small, 0) is None
+    read_only = np.ones(LARGE)
+    read_only.flags.writeable = False
+    holder = [read_only]
+    del read_only
+    assert _buffers.take(holder, 0) is None
+
+
+def test_take_declines_everything_where_reference_counts_are_not_exact(monkeypatch):
+    monkeypatch.setattr(_buffers, "EXACT_REFCOUNTS", False)
+    holder = [np.ones(LARGE)]
+    assert _buffers.take(holder, 0) is None and holder[0] is not None
+    x = ag.Variable(np.full(LARGE, 0.5), requires_grad=True)
+    (xp.sum(x * 2.0) + xp.sum(x * 3.0)).backward()
+    np.testing.assert_array_equal(x.grad.data, np.full(LARGE, 5.0))
+
+
+@exact_refcounts
+def test_take_declines_arrays_of_backends_without_reuse_unshared(monkeypatch):
+    """An array type with NumPy's ``base`` is taken only if its backend says that ``base`` means
+    what NumPy's does (capability ``reuse_unshared``)."""
+    from arraygrad import rules
+
+    monkeypatch.setattr(rules, "capable", lambda x, name: False)
+    monkeypatch.setattr(_buffers, "capable", lambda x, name: False)
+    assert _buffers.take([np.ones(LARGE)], 0) is None
+
+
+@exact_refcounts
+def test_gradients_meeting_at_a_node_are_added_in_place(rng, monkeypatch):
+    """``sum(x * 2) + sum(x * 3)``: the two VJPs make one array each; their sum goes into the
+    first, which the leaf then takes as its ``.grad``: two arrays of x's size at the peak, where
+    adding into a new array and copying it for the leaf would make three."""
+    x = rng.standard_normal(1 << 20)
+
+    def peak():
+        variable = ag.Variable(x, requires_grad=True)
+        result = _backward_peak(xp.sum(variable * 2.0) + xp.sum(variable * 3.0))
+        np.testing.assert_allclose(variable.grad.data, np.full(x.size, 5.0))
+        return result / x.nbytes
+
+    assert peak() < 2.5
+    monkeypatch.setattr(_buffers, "MIN_BYTES", 1 << 62)
+    assert peak() >= 2.9

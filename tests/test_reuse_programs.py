@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad import rules
+from arraygrad import _buffers
 
 xp = ag.namespace("numpy")
 
@@ -50,8 +50,7 @@ TWO_INPUTS = [
 def gradients(seed, reuse, monkeypatch):
     """Run program ``seed``; return every gradient it makes visible, as copies."""
     size = 1 if reuse else 1 << 62
-    monkeypatch.setattr(rules.reuse, "REUSE_MIN_BYTES", size)
-    monkeypatch.setattr(rules.reuse, "ONES_MIN_SIZE", size)
+    monkeypatch.setattr(_buffers, "MIN_BYTES", size)
     choose = random.Random(seed)
     shape = choose.choice([(64,), (8, 8)])
     numbers = np.random.default_rng(seed)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import arraygrad as ag
-from arraygrad._variable import NOT_ATTRIBUTES, OTHER_NAMES
+from arraygrad._methods import NOT_ATTRIBUTES, OTHER_NAMES
 from arraygrad.testing import gradient_errors
 
 POSITIVE = "positive"  # log and sqrt: values in [0.5, 2.5)

@@ -11,16 +11,16 @@ A rule may return a gradient whose shape broadcasts to or from its argument's sh
 related dtype: the engine fits shape and dtype once, centrally (a gradient that only needs
 broadcasting, ``sum``'s, becomes a read-only broadcast view). Every gradient a rule receives or
 returns is an array of its backend; ``None`` is the one symbolic zero (an input that gets no
-gradient). How a VJP may compute into arrays nothing else sees is in ``reuse``.
+gradient). Rules are pure: they never write into an array they did not make.
 """
 
 from __future__ import annotations
 
-from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RULES, TRANSPOSE,
-                    BackendQueries, Rule, backends, broadcasts, conj, defjoint,
+from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, REAL_CONSTANT,
+                    RULES, TRANSPOSE, BackendQueries, Rule, RuleInterface, backends, broadcasts,
+                    capable, conj, defjoint,
                     defvjp, device_of, expand_reduced, get_index, host_reads, is_complex,
                     is_complex_dtype, no_rule, nondifferentiable, normalize_axis, set_index,
-                    sum_axes, sum_to)
-from .reuse import forget_reusable_types, private, times
+                    forget_capabilities, sum_axes, sum_to)
 from . import (creation, elementwise, fft, indexing, linalg, linalg_eig,  # noqa: F401
-               linear_algebra, manipulation, reuse, searching, statistical, utility)
+               linear_algebra, manipulation, searching, statistical, utility)

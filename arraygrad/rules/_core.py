@@ -16,6 +16,11 @@ those outside it named in :data:`OUTSIDE_STANDARD`."""
 NONDIFFERENTIABLE: set[str] = set()
 """Functions whose outputs never require grad (comparisons, ``floor``, ``argmax``, ...)."""
 
+REAL_CONSTANT: set[str] = set()
+"""Functions constant for real arguments but smooth for complex ones (``sign``, ``z / |z|``):
+registered with a rule, which the namespace records only for complex arguments; for real ones
+their results carry no gradient, as those of :data:`NONDIFFERENTIABLE` functions."""
+
 OUTSIDE_STANDARD: set[str] = set()
 """Differentiable functions outside the standard (``einsum``, ``logsumexp``), registered with
 ``standard=False``: the namespace offers each where the backend's own namespace has it, or on
@@ -44,16 +49,37 @@ replaced by its tangent (the others' values are those its VJP saved)."""
 _JVP_KINDS = (LINEAR, TRANSPOSE, MULTILINEAR)
 
 
-class Rule:
+class RuleInterface:
+    """What the engine asks of every rule, beyond its VJPs: the defaults of an ordinary one.
+    Custom Functions' rules (``_function``) answer otherwise."""
+
+    __slots__ = ()
+
+    def keeps_none(self, node) -> bool:
+        """Whether the VJP takes None, not zeros, for an output that got no gradient."""
+        return False
+
+    def saved_tensors_of(self, node):
+        """``grad_fn.saved_tensors``: only custom Functions' nodes have them."""
+        raise AttributeError(f"{self.display} has no saved_tensors: only the nodes of custom "
+                             "Functions (ag.Function, custom_vjp, custom_jvp) have")
+
+
+class Rule(RuleInterface):
     """The differentiation rule of one function: its array arguments, their VJPs and JVPs."""
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "joint_times_g", "forward")
+                 "pickers", "users", "positional", "forward", "symbolic_zeros")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
-                 outputs=1, joint_times_g=False, forward=None):
+                 outputs=1, forward=None, symbolic_zeros=False):
         self.name = name
+        # symbolic_zeros: the VJP of a function of several outputs takes None (the symbolic
+        # zero) for an output that got no gradient, not zeros, where a formula has a simpler
+        # and better defined special case (eigenvalues alone: no 1 / (w_i - w_j) terms). The
+        # engine asks keeps_none(node).
+        self.symbolic_zeros = symbolic_zeros
         # forward(xp, *arrays, **options): the function made of the standard's functions, for
         # one outside the standard that every backend can compute (logsumexp); None: the
         # backend's own.
@@ -72,9 +98,6 @@ class Rule:
         self.positional = params[:star]
         self.vjps = tuple(vjps) if vjps is not None else None  # None: no rule (see no_rule)
         self.joint = joint
-        # A joint VJP whose last use of g is one rules.times call: the engine lets that call
-        # overwrite g (it never lets other joint VJPs, which read g for several results).
-        self.joint_times_g = joint_times_g
         # One tangent rule per argument (xp, t, <saved>..., *, <options>), LINEAR, TRANSPOSE
         # or MULTILINEAR.
         self.jvps = jvps if jvps in _JVP_KINDS else tuple(jvps)
@@ -135,6 +158,9 @@ class Rule:
         return frozenset(i for indexes in (self.index, self.jvp_index)
                          for i, index in enumerate(indexes) if index is None or k in index)
 
+    def keeps_none(self, node) -> bool:
+        return self.symbolic_zeros
+
     def __repr__(self):
         return f"<Rule {self.name}>"
 
@@ -162,13 +188,14 @@ def _signature(function: Callable, name: str):
 
 
 def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outputs: int = 1,
-           standard: bool = True, forward=None):
+           standard: bool = True, forward=None, symbolic_zeros: bool = False):
     """Register per-argument VJPs of ``name`` (``None`` where an argument gets no gradient);
     ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`), offered
     where the backend has it, or everywhere with ``forward(xp, ...)`` made of the standard's
-    functions."""
+    functions; ``symbolic_zeros``: a VJP of several outputs gets None, not zeros, for those
+    without a gradient."""
     RULES[name] = Rule(name, arrays.split(), vjps, jvps=jvps, params=params.split(),
-                       outputs=outputs, forward=forward)
+                       outputs=outputs, forward=forward, symbolic_zeros=symbolic_zeros)
     if not standard:
         OUTSIDE_STANDARD.add(name)
 
@@ -188,9 +215,10 @@ def no_rule(name: str) -> Rule:
     return Rule(name, (), None)
 
 
-def nondifferentiable(*names: str):
-    """Declare functions whose results never carry gradients."""
-    NONDIFFERENTIABLE.update(names)
+def nondifferentiable(*names: str, unless_complex: bool = False):
+    """Declare functions whose results never carry gradients; with ``unless_complex``, only
+    for real arguments (:data:`REAL_CONSTANT`: each has a rule for complex ones)."""
+    (REAL_CONSTANT if unless_complex else NONDIFFERENTIABLE).update(names)
 
 
 class BackendQueries:
@@ -310,6 +338,20 @@ def host_reads(x) -> bool:
     return backend is None or backend.capabilities()["host_reads"]
 
 
+def capable(x, capability: str) -> bool:
+    """Whether the backend of ``x`` declares ``capability`` (cached per array type)."""
+    key = (x.__class__, capability)
+    answer = _capabilities.get(key)
+    if answer is None:
+        backend = backends.of_array(x)
+        answer = _capabilities[key] = (
+            backend is not None and bool(backend.capabilities().get(capability)))
+    return answer
+
+
+_capabilities: dict = {}  # {(array type, capability): the backend's answer}
+
+
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of non-negative ints (None means every axis); remembered, as
     every reduction's VJP asks it on every backward."""
@@ -422,8 +464,10 @@ def _ones_of(xp, kind, shape, dtype):
     return ones
 
 
-def forget_matmul_sums_types():
-    """Drop the cached answers of :func:`sum_axes`: the registered backends changed."""
+def forget_capabilities():
+    """Drop the cached answers of :func:`capable` and :func:`sum_axes`: the registered backends
+    changed."""
+    _capabilities.clear()
     _matmul_sums_types.clear()
     _sum_plans.clear()
     _ones.clear()

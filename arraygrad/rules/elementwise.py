@@ -1,7 +1,7 @@
 """Rules of the standard's elementwise functions.
 
 Conventions at points where the derivative does not exist follow PyTorch: ``abs`` and ``sign``
-give 0 at 0, ``maximum``/``minimum`` split the gradient equally on ties (and give it to both
+give 0 at 0 (``sign`` is constant for real arguments, no gradient there), ``maximum``/``minimum`` split the gradient equally on ties (and give it to both
 sides where one is NaN), ``clip`` passes the gradient at its bounds, ``sqrt`` gives ``inf`` at 0,
 ``x ** 0`` gives 0 even at an infinite ``x``, ``nextafter`` is the identity in ``x1``. Values at
 ``+-inf``, NaN and ``+-0`` are checked against PyTorch by ``tests/test_edge_values.py``. Complex
@@ -13,8 +13,7 @@ import cmath
 import inspect
 import math
 
-from ._core import _REAL_NUMBERS, LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
-from .reuse import added, applied, divided, multiplied, reciprocal, times
+from ._core import LINEAR, conj, defvjp, is_complex, nondifferentiable, sum_to
 
 
 def from_derivative(derivative):
@@ -23,7 +22,7 @@ def from_derivative(derivative):
     needed = list(inspect.signature(derivative).parameters.values())[1:]
 
     def vjp(xp, g, *saved):
-        return times(g, conj(xp, derivative(xp, *saved)))
+        return g * conj(xp, derivative(xp, *saved))
 
     def jvp(xp, t, *saved):
         return t * derivative(xp, *saved)
@@ -38,25 +37,25 @@ def from_derivative(derivative):
 # d(op)/dx as a function of what it needs: the input ``x`` or the output ``ans``.
 UNARY = {
     "exp": lambda xp, ans: ans,
-    "expm1": lambda xp, ans: added(ans, 1),
-    "log": lambda xp, x: reciprocal(xp, x),
-    "log1p": lambda xp, x: reciprocal(xp, added(x, 1)),
-    "log2": lambda xp, x: reciprocal(xp, multiplied(x, math.log(2))),
-    "log10": lambda xp, x: reciprocal(xp, multiplied(x, math.log(10))),
+    "expm1": lambda xp, ans: ans + 1,
+    "log": lambda xp, x: 1 / x,
+    "log1p": lambda xp, x: 1 / (x + 1),
+    "log2": lambda xp, x: 1 / (x * math.log(2)),
+    "log10": lambda xp, x: 1 / (x * math.log(10)),
     "sqrt": lambda xp, ans: 0.5 / ans,
     "reciprocal": lambda xp, ans: -(ans * ans),
-    "sin": lambda xp, x: applied(xp.cos, x),
+    "sin": lambda xp, x: xp.cos(x),
     "cos": lambda xp, x: -xp.sin(x),
     "tan": lambda xp, ans: 1 + ans * ans,
-    "asin": lambda xp, x: reciprocal(xp, xp.sqrt(1 - x * x)),
-    "acos": lambda xp, x: reciprocal(xp, -xp.sqrt(1 - x * x)),
-    "atan": lambda xp, x: reciprocal(xp, 1 + x * x),
-    "sinh": lambda xp, x: applied(xp.cosh, x),
-    "cosh": lambda xp, x: applied(xp.sinh, x),
+    "asin": lambda xp, x: 1 / xp.sqrt(1 - x * x),
+    "acos": lambda xp, x: -1 / xp.sqrt(1 - x * x),
+    "atan": lambda xp, x: 1 / (1 + x * x),
+    "sinh": lambda xp, x: xp.cosh(x),
+    "cosh": lambda xp, x: xp.sinh(x),
     "tanh": lambda xp, ans: 1 - ans * ans,
-    "asinh": lambda xp, x: reciprocal(xp, xp.sqrt(x * x + 1)),
-    "acosh": lambda xp, x: reciprocal(xp, xp.sqrt(x - 1) * xp.sqrt(x + 1)),
-    "atanh": lambda xp, x: reciprocal(xp, 1 - x * x),
+    "asinh": lambda xp, x: 1 / xp.sqrt(x * x + 1),
+    "acosh": lambda xp, x: 1 / (xp.sqrt(x - 1) * xp.sqrt(x + 1)),
+    "atanh": lambda xp, x: 1 / (1 - x * x),
 }
 
 for _name, _derivative in UNARY.items():
@@ -64,7 +63,7 @@ for _name, _derivative in UNARY.items():
     defvjp(_name, _vjp, jvps=(_jvp,))
 
 
-defvjp("square", lambda xp, g, x: times(g, conj(xp, x), 2),  # 2 g x, in place in g
+defvjp("square", lambda xp, g, x: g * (2 * conj(xp, x)),
        jvps=(lambda xp, t, x: t * (2 * x),))
 
 
@@ -78,7 +77,19 @@ def _sgn(xp, x):
 
 defvjp("abs", lambda xp, g, x: g * _sgn(xp, x),
        jvps=(lambda xp, t, x: xp.real(t * conj(xp, _sgn(xp, x))) if is_complex(x) else t * xp.sign(x),))
-defvjp("negative", lambda xp, g: times(g, -1), jvps=LINEAR)
+# sign(z) = z / |z| is smooth for complex z != 0 (PyTorch's sgn): with s = sign(z), its VJP is
+# (g - s^2 conj(g)) / (2|z|) and its JVP (t - s^2 conj(t)) / (2|z|), both 0 at 0. Constant for
+# real x: declared below, the namespace records it only for complex arguments.
+def _sgn_derivative_applied(xp, v, x, ans):
+    magnitude = xp.abs(x)
+    zero = magnitude == 0
+    scaled = (v - ans * ans * conj(xp, v)) / (2 * xp.where(zero, xp.ones_like(magnitude),
+                                                            magnitude))
+    return xp.where(zero, xp.zeros_like(scaled), scaled)
+
+
+defvjp("sign", _sgn_derivative_applied, jvps=(_sgn_derivative_applied,))
+defvjp("negative", lambda xp, g: -g, jvps=LINEAR)
 defvjp("positive", lambda xp, g: g, jvps=LINEAR)
 defvjp("conj", lambda xp, g: conj(xp, g), jvps=LINEAR)
 defvjp("real", lambda xp, g: g, jvps=LINEAR)
@@ -87,30 +98,30 @@ defvjp("imag", lambda xp, g: g * 1j, jvps=LINEAR)
 # Binary functions: one VJP per argument.
 defvjp("add", lambda xp, g: g, lambda xp, g: g, arrays="x1 x2", jvps=LINEAR)
 defvjp("multiply",
-       lambda xp, g, x2: times(g, conj(xp, x2)),
-       lambda xp, g, x1: times(g, conj(xp, x1)), arrays="x1 x2",
+       lambda xp, g, x2: g * conj(xp, x2),
+       lambda xp, g, x1: g * conj(xp, x1), arrays="x1 x2",
        jvps=(lambda xp, t, x2: t * x2, lambda xp, t, x1: t * x1))
 def vjp_divide_x2(xp, g, ans, x2):
     """``-g conj(ans / x2)``; a broadcast denominator (``x / n``, ``x / std``) sums ``g conj(ans)``
     to its shape first, so that only one full-size temporary is made."""
     shape = tuple(getattr(x2, "shape", ()))
     if shape != tuple(ans.shape):
-        return -sum_to(xp, times(g, conj(xp, ans)), shape) / conj(xp, x2)
-    return times(g, conj(xp, ans / -x2))
+        return -sum_to(xp, g * conj(xp, ans), shape) / conj(xp, x2)
+    return g * conj(xp, ans / -x2)
 
 
 def vjp_subtract_x2(xp, g, x2_shape):
     """``-g``, summed first where ``x2`` was broadcast (``x - mean``)."""
     if tuple(x2_shape) != tuple(g.shape):
         return -sum_to(xp, g, x2_shape)
-    return times(g, -1)
+    return -g
 
 
 defvjp("subtract", lambda xp, g: g, vjp_subtract_x2, arrays="x1 x2", jvps=LINEAR)
 
 
 defvjp("divide",
-       lambda xp, g, x2: divided(g, conj(xp, x2)),
+       lambda xp, g, x2: g / conj(xp, x2),
        vjp_divide_x2, arrays="x1 x2",
        jvps=(lambda xp, t, x2: t / x2, lambda xp, t, ans, x2: -t * ans / x2))
 
@@ -125,8 +136,11 @@ def _pow_base_derivative(xp, x1, x2):
         if x2 == 2:  # the common square: one pass, no power
             return 2 * x1
         return x2 * x1 ** (x2 - 1)
-    d = x2 * x1 ** (x2 - 1)
-    return xp.where(x2 == 0, xp.zeros_like(d), d)
+    # The base is 1 where the exponent is 0 (the double where): else 0 ** -1 = inf there, and
+    # the second derivative of the masked-out branch 0 * inf = NaN.
+    exponent_zero = x2 == 0
+    d = x2 * xp.where(exponent_zero, xp.ones_like(x1), x1) ** (x2 - 1)
+    return xp.where(exponent_zero, xp.zeros_like(d), d)
 
 
 def _log_of_base(x1, ans):
@@ -145,17 +159,20 @@ def _flat_at_zero(xp, x2):
 def _pow_exponent_derivative(xp, ans, x1, x2):
     # PyTorch: 0 where the base is 0 and 0 ** x2 flat; a negative exponent gives
     # ans * log(0) = inf * -inf.
+    # The masked-out log(0) is kept out of the formula (the double where), not multiplied by
+    # a zero cotangent: its second derivative would be 0 * -inf = NaN.
     if not hasattr(x1, "shape"):  # a Python base: 2 ** x
-        d = ans * _log_of_base(x1, ans)
-        return xp.where(_flat_at_zero(xp, x2), xp.zeros_like(d), d) if x1 == 0 else d
-    d = ans * xp.log(x1)
-    return xp.where((x1 == 0) & _flat_at_zero(xp, x2), xp.zeros_like(d), d)
+        if x1 != 0:
+            return ans * _log_of_base(x1, ans)
+        zeros = xp.zeros_like(xp.real(ans) if is_complex(ans) else ans)
+        return ans * xp.where(_flat_at_zero(xp, x2), zeros, zeros - math.inf)
+    flat = (x1 == 0) & _flat_at_zero(xp, x2)
+    d = ans * xp.log(xp.where(flat, xp.ones_like(x1), x1))
+    return xp.where(flat, xp.zeros_like(d), d)
 
 
 def _vjp_pow_base(xp, g, x1, x2):
-    if x2.__class__ in _REAL_NUMBERS and x2 == 2:  # the common square: 2 g x, in place in g
-        return times(g, conj(xp, x1), 2)
-    return times(g, conj(xp, _pow_base_derivative(xp, x1, x2)))
+    return g * conj(xp, _pow_base_derivative(xp, x1, x2))
 
 
 defvjp("pow",
@@ -253,10 +270,11 @@ defreal("copysign", vjp_copysign, None)
 
 nondifferentiable(
     "bitwise_and", "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "ceil", "floor", "round", "trunc", "sign", "signbit", "floor_divide", "equal",
+    "bitwise_xor", "ceil", "floor", "round", "trunc", "signbit", "floor_divide", "equal",
     "not_equal", "greater", "greater_equal", "less", "less_equal",
     "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor",
 )
+nondifferentiable("sign", unless_complex=True)
 
 
 # Outside the standard, offered on every backend (made of the standard's functions), as in
@@ -279,15 +297,20 @@ def xlogy(xp, x1, x2, /):
 
 
 def _sinc_derivative(xp, x, ans):
-    """``(cos(pi x) - sinc(x)) / x``, 0 at 0."""
-    return xp.where(x == 0, xp.zeros_like(x),
+    """``(cos(pi x) - sinc(x)) / x``, 0 at 0, where it is ``-pi^2 x / 3`` (its Maclaurin
+    series' first term, as JAX's): 0, with the second derivative of sinc, ``-pi^2 / 3``."""
+    return xp.where(x == 0, x * (-math.pi ** 2 / 3),
                     (xp.cos(math.pi * x) - ans) / _nonzero(xp, x))
 
 
 def _log_unless_zero(xp, x1, x2):
-    """``log(x2)``, 0 where ``x1`` is 0: xlogy's derivative in ``x1`` (PyTorch's)."""
-    log = xp.log(x2) + xp.zeros_like(x1)
-    return xp.where(x1 == 0, xp.zeros_like(log), log)
+    """``log(x2)``, and 0 where ``x1`` is 0 and ``x2 <= 0`` (where the log is not finite):
+    xlogy's derivative in ``x1``, PyTorch's (``log(x2)`` at ``x1 = 0`` too, as in JAX). The
+    masked-out ``log(x2)`` is taken of 1 (the double where), so that its second derivative is
+    no NaN."""
+    zero = (x1 == 0) & (x2 <= 0)
+    log = xp.log(xp.where(zero, xp.ones_like(x2), x2)) + xp.zeros_like(x1)
+    return xp.where(zero, xp.zeros_like(log), log)
 
 
 _vjp_sinc, _jvp_sinc = from_derivative(_sinc_derivative)

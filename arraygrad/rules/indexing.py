@@ -7,7 +7,6 @@ scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
 from ._core import LINEAR, defvjp, device_of, get_index, host_reads, set_index
-from .reuse import _scratch
 
 
 def _has_arrays(key) -> bool:
@@ -67,8 +66,7 @@ def selects_nothing(xp, key, shape) -> bool:
 def vjp_setitem_x(xp, g, *, key):
     if selects_nothing(xp, key, g.shape):  # nothing was overwritten: g passes whole
         return g
-    # g itself where the engine lets this VJP overwrite it, else a copy (g may be shared).
-    return set_index(xp, g if g is _scratch.grad else g * 1, key, 0)
+    return set_index(xp, g * 1, key, 0)  # a copy: g may be shared
 
 
 def _has_integer_arrays(key) -> bool:

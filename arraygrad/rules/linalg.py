@@ -1,14 +1,17 @@
 """Rules of the ``linalg`` extension, with PyTorch's formulas and conventions (complex inputs
 get conjugate Wirtinger gradients). ``H(a)`` is the conjugate transpose of the last two axes.
-Singular inputs give infinite or NaN gradients, as in PyTorch for ``inv``-based formulas;
-eigenvectors and singular vectors are defined up to phase, so only phase-invariant functions of
+``det``'s gradient, the adjugate, is finite and right at singular matrices too; a gradient that
+needs to solve with a singular matrix (``slogdet``'s, ``qr``'s of a rank-deficient input, ``eig``'s
+of a defective one) raises an error naming the function (where the library raises one: JAX
+gives infinite or NaN values). Eigenvectors and singular vectors are defined up to phase, so only phase-invariant functions of
 them have gradients.
 """
 
 from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defvjp, device_of, is_complex,
                     nondifferentiable)
-from .linalg_eig import _diag_embed, _eye, _gaps
+from .linalg_eig import _diag_embed, _eye, _gaps, inv, solve
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
+from .statistical import _prod_weights
 
 
 def _scalar(g):
@@ -20,29 +23,41 @@ def vjp_inv(xp, g, ans):
     return -(H(xp, ans) @ g @ H(xp, ans))
 
 
-def vjp_det(xp, g, x, ans):
-    return _scalar(g * conj(xp, ans)) * H(xp, xp.linalg.inv(x))
+def _adjugate_h(xp, x):
+    """``H(adj(x))``, ``conj(det(x)) x^-H`` where ``x`` is invertible: from the SVD
+    ``x = U diag(S) Vh`` it is ``conj(det(U) det(Vh)) U diag(prod_{j != i} S_j) Vh``, finite
+    and right for singular ``x`` too (PyTorch's singular case)."""
+    if x.shape[-1] == 0:
+        return xp.zeros_like(x)
+    U, S, Vh = xp.linalg.svd(x, full_matrices=False)
+    others = xp.astype(_prod_weights(xp, S, -1), U.dtype)  # exact with zero singular values
+    phase = conj(xp, xp.linalg.det(U) * xp.linalg.det(Vh))
+    return _scalar(phase) * ((U * others[..., None, :]) @ Vh)
+
+
+def vjp_det(xp, g, x):
+    return _scalar(g) * _adjugate_h(xp, x)
 
 
 def vjp_slogdet(xp, g, x, ans):
     g_sign, g_logabs = g
-    sign, _ = ans
-    c = g_logabs
-    if "complex" in str(sign.dtype):  # the phase of the determinant moves with Im tr(A^-1 dA)
+    sign, logabs = ans
+    c = xp.zeros_like(logabs) if g_logabs is None else g_logabs
+    if g_sign is not None and "complex" in str(sign.dtype):  # the phase of the determinant moves with Im tr(A^-1 dA)
         # dL = Re(c tr(A^-1 dA)) with c = g_logabs - i Im(conj(sign) g_sign): gA = conj(c) A^-H
         c = c + 1j * xp.imag(conj(xp, sign) * g_sign)
-    return _scalar(c) * H(xp, xp.linalg.inv(x))
+    return _scalar(c) * H(xp, inv(xp, x, "linalg.slogdet"))
 
 
 def vjp_solve_x2(xp, g, x1, x2):
     vector = x2.ndim == 1
-    gb = xp.linalg.solve(H(xp, x1), g[..., None] if vector else g)
+    gb = solve(xp, H(xp, x1), g[..., None] if vector else g, "linalg.solve")
     return gb[..., 0] if vector else gb
 
 
 def vjp_solve_x1(xp, g, x1, x2, ans):
     vector = x2.ndim == 1
-    gb = xp.linalg.solve(H(xp, x1), g[..., None] if vector else g)
+    gb = solve(xp, H(xp, x1), g[..., None] if vector else g, "linalg.solve")
     X = ans[..., None] if vector else ans
     return -(gb @ H(xp, X))
 
@@ -50,8 +65,8 @@ def vjp_solve_x1(xp, g, x1, x2, ans):
 defvjp("linalg.inv", vjp_inv,
        jvps=(lambda xp, t, ans: -(ans @ t @ ans),))
 defvjp("linalg.det", vjp_det,
-       jvps=(lambda xp, t, x, ans: ans * xp.linalg.trace(xp.linalg.solve(x, t)),))
-defvjp("linalg.slogdet", vjp_slogdet, outputs=None, jvps=TRANSPOSE)
+       jvps=(lambda xp, t, x: xp.sum(conj(xp, _adjugate_h(xp, x)) * t, axis=(-2, -1)),))
+defvjp("linalg.slogdet", vjp_slogdet, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
 defvjp("linalg.solve", vjp_solve_x1, vjp_solve_x2, arrays="x1 x2", jvps=TRANSPOSE)
 
 
@@ -66,21 +81,26 @@ def _phi(xp, a):
 def vjp_cholesky(xp, g, ans, *, upper=False):
     L, gL = (H(xp, ans), H(xp, g)) if upper else (ans, g)
     # gA = L^-H Phi(L^H gL) L^-1, made Hermitian.
-    inner = xp.linalg.solve(H(xp, L), _phi(xp, H(xp, L) @ gL))
-    grad = H(xp, xp.linalg.solve(H(xp, L), H(xp, inner)))
+    inner = solve(xp, H(xp, L), _phi(xp, H(xp, L) @ gL), "linalg.cholesky")
+    grad = H(xp, solve(xp, H(xp, L), H(xp, inner), "linalg.cholesky"))
     return 0.5 * (grad + H(xp, grad))
 
 
 def jvp_cholesky(xp, t, ans, *, upper=False):
     L = H(xp, ans) if upper else ans
-    inner = xp.linalg.solve(L, H(xp, xp.linalg.solve(L, H(xp, t))))  # L^-1 dA L^-H
+    inner = solve(xp, L, H(xp, solve(xp, L, H(xp, t), "linalg.cholesky")),
+                  "linalg.cholesky")  # L^-1 dA L^-H
     dL = L @ _phi(xp, inner)
     return H(xp, dL) if upper else dL
 
 
 def _hermitian_backward(xp, gL, gV, L, V):
-    """``V (diag(gL) + skew(V^H gV) / 2 / E) V^H`` for a Hermitian eigendecomposition."""
-    inner = xp.zeros_like(V) if gV is None else H(xp, V) @ gV
+    """``V (diag(gL) + skew(V^H gV) / 2 / E) V^H`` for a Hermitian eigendecomposition; with no
+    gradient for the vectors (None), ``V diag(gL) V^H``: defined for repeated eigenvalues too."""
+    gL = xp.zeros_like(L) if gL is None else gL
+    if gV is None:
+        return (V * xp.astype(gL, V.dtype)[..., None, :]) @ H(xp, V)
+    inner = H(xp, V) @ gV
     inner = 0.5 * (inner - H(xp, inner)) / xp.astype(_gaps(xp, L), V.dtype)
     inner = xp.where(_eye(xp, L.shape[-1], device_of(L)), _diag_embed(xp, xp.astype(gL, V.dtype)),
                      inner)
@@ -107,7 +127,11 @@ def _skew(xp, a):
 
 
 def _svd_backward(xp, gU, gS, gVh, U, S, Vh):
-    """PyTorch's ``svd_backward`` for the reduced SVD ``A = U diag(S) Vh``."""
+    """PyTorch's ``svd_backward`` for the reduced SVD ``A = U diag(S) Vh``; with no gradient for
+    the vectors (None), ``U diag(gS) Vh``: defined for repeated singular values too."""
+    if gU is None and gVh is None:
+        diagonal = xp.zeros_like(S) if gS is None else gS
+        return (U * xp.astype(diagonal, U.dtype)[..., None, :]) @ Vh
     V = H(xp, Vh)
     gV = None if gVh is None else H(xp, gVh)
     S_rows, S_cols = S[..., :, None], S[..., None, :]
@@ -138,13 +162,15 @@ def vjp_svd(xp, g, ans, *, full_matrices=True):
     (gU, gS, gVh), (U, S, Vh) = g, ans
     k = S.shape[-1]
     if full_matrices and (U.shape[-1] != k or Vh.shape[-2] != k):
-        U, gU, Vh, gVh = U[..., :k], gU[..., :k], Vh[..., :k, :], gVh[..., :k, :]
+        U, Vh = U[..., :k], Vh[..., :k, :]
+        gU = None if gU is None else gU[..., :k]
+        gVh = None if gVh is None else gVh[..., :k, :]
     return _svd_backward(xp, gU, gS, gVh, U, S, Vh)
 
 
 def vjp_svdvals(xp, g, x):
     U, S, Vh = xp.linalg.svd(x, full_matrices=False)
-    return (U * xp.astype(g, U.dtype)[..., None, :]) @ Vh
+    return _svd_backward(xp, None, g, None, U, S, Vh)
 
 
 def _qr_backward(xp, gQ, gR, Q, R):
@@ -153,11 +179,13 @@ def _qr_backward(xp, gQ, gR, Q, R):
     M = xp.triu(gR @ H(xp, R) - H(xp, Q) @ gQ)
     eye = xp.astype(_eye(xp, M.shape[-1], device_of(M)), M.dtype)
     S = M + H(xp, M) - eye * xp.astype(xp.real(M), M.dtype)
-    return H(xp, xp.linalg.solve(R, H(xp, gQ + Q @ S)))
+    return H(xp, solve(xp, R, H(xp, gQ + Q @ S), "linalg.qr"))
 
 
 def vjp_qr(xp, g, ans, *, mode="reduced"):
     (gQ, gR), (Q, R) = g, ans
+    gQ = xp.zeros_like(Q) if gQ is None else gQ
+    gR = xp.zeros_like(R) if gR is None else gR
     m, n = Q.shape[-2], R.shape[-1]
     if m < n:  # Q is m x m in both modes. A = [X | Y], R = [U | V] with X = Q U, Y = Q V:
         # X's gradient is the square case with gQ + Y gV^H, Y's is Q gV (PyTorch's split).
@@ -173,11 +201,11 @@ def vjp_qr(xp, g, ans, *, mode="reduced"):
 
 
 defvjp("linalg.cholesky", vjp_cholesky, jvps=(jvp_cholesky,))
-defvjp("linalg.eigh", vjp_eigh, outputs=None, jvps=TRANSPOSE)
+defvjp("linalg.eigh", vjp_eigh, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
 defvjp("linalg.eigvalsh", vjp_eigvalsh, jvps=(jvp_eigvalsh,))
-defvjp("linalg.svd", vjp_svd, outputs=None, jvps=TRANSPOSE)
+defvjp("linalg.svd", vjp_svd, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
 defvjp("linalg.svdvals", vjp_svdvals, jvps=TRANSPOSE)
-defvjp("linalg.qr", vjp_qr, outputs=None, jvps=TRANSPOSE)
+defvjp("linalg.qr", vjp_qr, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
 
 
 # ----------------------------------------------------------------------- norms and powers
@@ -194,7 +222,7 @@ def vjp_pinv(xp, g, x, ans, **options):
 def vjp_matrix_power(xp, g, x, *, n):
     if n == 0:
         return 0 * g
-    base = x if n > 0 else xp.linalg.inv(x)
+    base = x if n > 0 else inv(xp, x, "linalg.matrix_power")
     powers = [None, base]
     for _ in range(abs(n) - 1):
         powers.append(powers[-1] @ base)
@@ -213,8 +241,10 @@ def vjp_matrix_power(xp, g, x, *, n):
 def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
     g = g if keepdims else g[..., None, None]
     ans = ans if keepdims else ans[..., None, None]
-    if ord == "fro":
-        return g * x / xp.where(ans == 0, xp.ones_like(ans), ans)
+    if ord == "fro":  # 0 at a zero norm, as vector_norm: no second derivative there
+        zero = ans == 0
+        grad = g * x / xp.where(zero, xp.ones_like(ans), ans)
+        return xp.where(zero, xp.zeros_like(grad), grad)
     if ord == "nuc" or ord in (2, -2):
         U, S, Vh = xp.linalg.svd(x, full_matrices=False)
         if ord == "nuc":

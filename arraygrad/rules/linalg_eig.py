@@ -6,7 +6,34 @@ With ``E[i, j] = L[j] - L[i]`` (1 on the diagonal) and ``P = V^{-1} dA V``, the 
 ``dL = diag(P)`` and ``dV = V (P / E, diagonal 0)`` minus its component along ``V``.
 """
 
+from ..errors import BackwardError
 from ._core import H, defvjp, device_of
+
+
+def solve(xp, a, b, op):
+    """``xp.linalg.solve(a, b)`` in a rule of ``op``; a singular ``a`` (where the gradient is
+    infinite or undefined) raises an error naming ``op``, not the library's own."""
+    return _nonsingular(xp.linalg.solve, op, a, b)
+
+
+def inv(xp, a, op):
+    """``xp.linalg.inv(a)`` in a rule of ``op``, refusing a singular ``a`` as :func:`solve`."""
+    return _nonsingular(xp.linalg.inv, op, a)
+
+
+def _nonsingular(function, op, a, *rest):
+    try:
+        return function(a, *rest)
+    except Exception as error:  # NumPy's LinAlgError, torch's _LinAlgError...
+        if "LinAlgError" not in type(error).__name__ and "singular" not in str(error).lower():
+            raise
+        raise BackwardError(
+            f"{op}: its gradient needs to solve with a singular {tuple(a.shape)} {a.dtype} "
+            f"matrix ({type(error).__name__}: {error}), where the gradient is infinite or "
+            "undefined. Keep the input away from singular matrices (add a small multiple of the "
+            "identity, say), or use a function whose gradient exists there (linalg.det for "
+            "linalg.slogdet, linalg.pinv or linalg.lstsq-like least squares for linalg.inv and "
+            "linalg.solve).") from error
 
 
 def _eye(xp, n, device):
@@ -24,15 +51,19 @@ def _diag_embed(xp, d):
 
 
 def _backward(xp, gL, gV, L, V):
+    """``V^-H (diag(gL) + <gauge-invariant V^H gV> / conj(E)) V^H``; with no gradient for the
+    vectors (None), ``V^-H diag(gL) V^H``: defined for repeated eigenvalues too."""
     Vh = H(xp, V)
-    inner = xp.zeros_like(Vh) if gV is None else Vh @ gV
-    if gV is not None:  # keep the gauge-invariant part of gV
-        phases = xp.real(xp.linalg.diagonal(inner))
-        inner = inner - Vh @ (V * xp.astype(phases, V.dtype)[..., None, :])
+    gL = xp.zeros_like(L) if gL is None else gL
+    if gV is None:
+        return solve(xp, Vh, _diag_embed(xp, gL) @ Vh, "linalg.eig")
+    inner = Vh @ gV  # keep the gauge-invariant part of gV
+    phases = xp.real(xp.linalg.diagonal(inner))
+    inner = inner - Vh @ (V * xp.astype(phases, V.dtype)[..., None, :])
     inner = inner / xp.conj(_gaps(xp, L))
     eye = _eye(xp, L.shape[-1], device_of(L))
     inner = xp.where(eye, _diag_embed(xp, gL), inner)
-    return xp.linalg.solve(Vh, inner @ Vh)
+    return solve(xp, Vh, inner @ Vh, "linalg.eig")
 
 
 def vjp_eig(xp, g, ans):
@@ -42,7 +73,7 @@ def vjp_eig(xp, g, ans):
 
 def jvp_eig(xp, t, ans):
     L, V = ans
-    P = xp.linalg.solve(V, xp.astype(t, V.dtype) @ V)
+    P = solve(xp, V, xp.astype(t, V.dtype) @ V, "linalg.eig")
     dL = xp.linalg.diagonal(P)
     dV = V @ xp.where(_eye(xp, L.shape[-1], device_of(L)), xp.zeros_like(P), P / _gaps(xp, L))
     phases = xp.real(xp.linalg.diagonal(H(xp, V) @ dV))
@@ -56,8 +87,8 @@ def vjp_eigvals(xp, g, x):
 
 def jvp_eigvals(xp, t, x):
     L, V = xp.linalg.eig(x)
-    return xp.linalg.diagonal(xp.linalg.solve(V, xp.astype(t, V.dtype) @ V))
+    return xp.linalg.diagonal(solve(xp, V, xp.astype(t, V.dtype) @ V, "linalg.eigvals"))
 
 
-defvjp("linalg.eig", vjp_eig, outputs=None, jvps=(jvp_eig,))
+defvjp("linalg.eig", vjp_eig, outputs=None, jvps=(jvp_eig,), symbolic_zeros=True)
 defvjp("linalg.eigvals", vjp_eigvals, jvps=(jvp_eigvals,))

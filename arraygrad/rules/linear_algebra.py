@@ -89,9 +89,12 @@ defvjp("linalg.vector_norm", vjp_vector_norm, jvps=(jvp_vector_norm,))
 
 
 def _tensordot_axes(axes, ndim1, ndim2):
+    """The contracted axes of each operand as lists of non-negative ints, from ``axes`` as the
+    standard and NumPy take it: an int (the last ``axes`` of ``x1``, the first of ``x2``), or a
+    pair of sequences or of ints (``axes=[-1, 0]``, one axis each)."""
     if isinstance(axes, int):
         return list(range(ndim1 - axes, ndim1)), list(range(axes))
-    first, second = axes
+    first, second = (list(a) if isinstance(a, (list, tuple)) else [a] for a in axes)
     return [a % ndim1 for a in first], [b % ndim2 for b in second]
 
 
@@ -100,8 +103,9 @@ def vjp_tensordot(xp, g, x1, x2, *, axes=2):
     a1, a2 = _tensordot_axes(axes, x1.ndim, x2.ndim)
     free1 = [i for i in range(x1.ndim) if i not in a1]
     free2 = [i for i in range(x2.ndim) if i not in a2]
-    m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), -1))
-    m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (-1, _prod(x2, free2)))
+    # (sizes, not -1: an empty operand has no length to infer)
+    m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), _prod(x1, a1)))
+    m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (_prod(x2, a2), _prod(x2, free2)))
     gm = xp.reshape(g, (m1.shape[0], m2.shape[1]))
     g1 = xp.reshape(gm @ H(xp, m2),
                     tuple(x1.shape[i] for i in free1 + a1))

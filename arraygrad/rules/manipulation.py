@@ -82,14 +82,24 @@ defvjp("tile", vjp_tile, params="reps", jvps=LINEAR)
 defvjp("repeat", vjp_repeat, None, arrays="x repeats", jvps=LINEAR)
 defjoint("concat", vjp_concat, arrays="arrays", sequence="list", jvps=LINEAR)
 defjoint("stack", vjp_stack, arrays="arrays", sequence="list", jvps=LINEAR)
-defjoint("unstack", lambda xp, g, *, axis=0: (xp.stack(g, axis=axis),), outputs=None,
-         jvps=LINEAR)
-defjoint("broadcast_arrays", lambda xp, g: list(g), arrays="arrays", sequence="varargs",
+
+
+def per_output(g):
+    """The gradients of a function with any number of outputs, as a tuple: the engine hands a
+    node with a single output its gradient alone (``unstack`` along an axis of length 1,
+    ``broadcast_arrays`` or ``meshgrid`` of one array)."""
+    return tuple(g) if isinstance(g, (tuple, list)) else (g,)
+
+
+defjoint("unstack", lambda xp, g, *, axis=0: (xp.stack(per_output(g), axis=axis),),
          outputs=None, jvps=LINEAR)
+defjoint("broadcast_arrays", lambda xp, g: list(per_output(g)), arrays="arrays",
+         sequence="varargs", outputs=None, jvps=LINEAR)
 
 
 def vjp_meshgrid(xp, g, *, indexing="xy"):
     # Output k repeats input k along every axis but its own (axes 0 and 1 swap for "xy").
+    g = per_output(g)
     grads = []
     for k, grad in enumerate(g):
         own = {0: 1, 1: 0}.get(k, k) if indexing == "xy" and len(g) > 1 else k

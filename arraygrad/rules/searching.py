@@ -1,5 +1,5 @@
-"""Rules of the searching, sorting and set functions: only ``where``, ``sort`` and
-``unique_values`` carry gradients. ``sort`` sends each gradient to the element its (stable)
+"""Rules of the searching, sorting and set functions: only ``where``, ``sort`` and the values
+the ``unique_*`` functions return carry gradients. ``sort`` sends each gradient to the element its (stable)
 order put there, as PyTorch does for equal values; ``unique_values`` shares each value's
 gradient equally among the elements equal to it, as ``max`` shares it among ties."""
 
@@ -33,9 +33,18 @@ def vjp_unique_values(xp, g, x, ans):
     return xp.reshape(equal @ (g / counts), tuple(x.shape))
 
 
-defvjp("unique_values", vjp_unique_values, jvps=(
-    lambda xp, t, x, ans: (lambda equal, counts: (xp.reshape(t, (-1,)) @ equal) / counts)(
-        *_members(xp, x, ans)),))
+def jvp_unique_values(xp, t, x, ans):
+    equal, counts = _members(xp, x, ans)
+    return (xp.reshape(t, (-1,)) @ equal) / counts
 
-nondifferentiable("argmax", "argmin", "argsort", "count_nonzero", "isin", "nonzero", "searchsorted",
-                  "unique_all", "unique_counts", "unique_inverse")
+
+defvjp("unique_values", vjp_unique_values, jvps=(jvp_unique_values,))
+# The other unique functions return the same values first (their indices and counts are
+# integers, with no gradient): the values' gradient is unique_values'.
+for _name in ("unique_all", "unique_counts", "unique_inverse"):
+    defvjp(_name, lambda xp, g, x, ans: None if g[0] is None else vjp_unique_values(
+        xp, g[0], x, ans[0]), outputs=None, symbolic_zeros=True,
+        jvps=(lambda xp, t, x, ans: (jvp_unique_values(xp, t, x, ans[0]),) + (None,) * (
+            len(ans) - 1),))
+
+nondifferentiable("argmax", "argmin", "argsort", "count_nonzero", "isin", "nonzero", "searchsorted")

@@ -69,7 +69,30 @@ UNARY = {
                                       special_of(xp).i0(x) - ans / _safe(xp, x)),
     "i1e": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x), special_of(xp).i0e(x)
                                        - ans * xp.sign(x) - ans / _safe(xp, x)),
+    # Bessel functions: j0' = -j1, j1' = j0 - j1 / x (1/2 at 0), the same for y0 and y1.
+    "j0": lambda xp, x: -special_of(xp).j1(x),
+    "j1": lambda xp, x, ans: xp.where(x == 0, 0.5 * xp.ones_like(x),
+                                      special_of(xp).j0(x) - ans / _safe(xp, x)),
+    "y0": lambda xp, x: -special_of(xp).y1(x),
+    "y1": lambda xp, x, ans: special_of(xp).y0(x) - ans / x,
+    "gammasgn": lambda xp, x: xp.zeros_like(x),  # piecewise constant
+    "rgamma": lambda xp, x, ans: _rgamma_derivative(xp, x, ans),
 }
+
+
+def _rgamma_derivative(xp, x, ans):
+    # -digamma(x) / gamma(x); at the poles x = -n of gamma, where 1/gamma is 0: (-1)^n n!.
+    special = special_of(xp)
+    at_pole = (ans == 0) & (x <= 0) & (x == xp.round(x))
+    safe = xp.where(at_pole, xp.full_like(x, 0.5), x)
+    return xp.where(at_pole, xp.cos(math.pi * x) * special.gamma(1 - x),
+                    -ans * special.digamma(safe))
+
+
+def _multigammaln_da(xp, a, d):
+    # sum over j < d of digamma(a - j / 2); d is the (integer) dimension
+    digamma = special_of(xp).digamma
+    return sum(digamma(a - j / 2) for j in range(int(d)))
 
 
 def _not_differentiable(op, argument, why):
@@ -82,14 +105,22 @@ def _not_differentiable(op, argument, why):
 
 
 def _nonzero(xp, x, d):
-    """``d`` where ``x != 0``, else 0 (``xlogy``'s convention: 0 * log(0) = 0, as in PyTorch)."""
-    return xp.where(x == 0, xp.zeros_like(d), d)
+    """``d(x)`` where ``x != 0``, else 0 (``xlogy``'s convention: 0 * log(0) = 0, as in
+    PyTorch); ``d`` is taken of 1 where ``x`` is 0 (the double where), so that its second
+    derivative is no NaN."""
+    zero = x == 0
+    found = d(xp.where(zero, xp.ones_like(x), x))
+    return xp.where(zero, xp.zeros_like(found), found)
 
 
-def _unless_zero_at_pole(xp, x, y, pole, d):
-    """``d``, and 0 where ``x == 0`` and ``y <= pole`` (where the logarithm is not finite):
-    PyTorch's ``xlogy``/``xlog1py``, whose derivative in ``x`` is ``log(y)`` at ``x = 0`` too."""
-    return xp.where((x == 0) & (y <= pole), xp.zeros_like(d), d)
+def _unless_zero_at_pole(xp, x, y, pole, log):
+    """``log(y)``, and 0 where ``x == 0`` and ``y <= pole`` (where the logarithm is not finite):
+    PyTorch's ``xlogy``/``xlog1py``, whose derivative in ``x`` is ``log(y)`` at ``x = 0`` too.
+    The masked-out logarithm is taken at ``pole + 1`` (the double where), so that its second
+    derivative is no NaN."""
+    zero = (x == 0) & (y <= pole)
+    d = log(xp.where(zero, xp.ones_like(y) + pole, y)) + xp.zeros_like(x)
+    return xp.where(zero, xp.zeros_like(d), d)
 
 
 def _logit_derivative(xp, x):
@@ -118,12 +149,12 @@ def _beta_density(xp, a, b, x):
 
 
 SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(xp, <saved>)
-    "xlogy": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, 0, xp.log(y)),
+    "xlogy": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, 0, xp.log),
               lambda xp, x, y: x / y),
-    "xlog1py": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, -1, xp.log1p(y)),
+    "xlog1py": ("x y", lambda xp, x, y: _unless_zero_at_pole(xp, x, y, -1, xp.log1p),
                 lambda xp, x, y: x / (1 + y)),
-    "rel_entr": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y) + 1), lambda xp, x, y: -x / y),
-    "kl_div": ("x y", lambda xp, x, y: _nonzero(xp, x, xp.log(x / y)), lambda xp, x, y: 1 - x / y),
+    "rel_entr": ("x y", lambda xp, x, y: _nonzero(xp, x, lambda x: xp.log(x / y) + 1), lambda xp, x, y: -x / y),
+    "kl_div": ("x y", lambda xp, x, y: _nonzero(xp, x, lambda x: xp.log(x / y)), lambda xp, x, y: 1 - x / y),
     "betaln": ("a b", lambda xp, a, b: _digamma_difference(xp, a, b),
                lambda xp, a, b: _digamma_difference(xp, b, a)),
     "beta": ("a b", lambda xp, a, b, ans: ans * _digamma_difference(xp, a, b),
@@ -133,6 +164,22 @@ SEVERAL_ARGUMENTS = {  # name: (arguments, one derivative per argument), each d(
     "gammainc": ("a x", _not_differentiable("gammainc", "a", "no closed form"), _gammainc_dx),
     "gammaincc": ("a x", _not_differentiable("gammaincc", "a", "no closed form"),
                   lambda xp, a, x: -_gammainc_dx(xp, a, x)),
+    "yn": ("n x", _not_differentiable("yn", "n", "an integer order"),
+           lambda xp, n, x: 0.5 * (special_of(xp).yn(n - 1, x) - special_of(xp).yn(n + 1, x))),
+    # Bessel functions of any real order v (a constant here): the recurrences' derivatives.
+    "jv": ("v x", _not_differentiable("jv", "v", "no closed form in the order"),
+           lambda xp, v, x: 0.5 * (special_of(xp).jv(v - 1, x) - special_of(xp).jv(v + 1, x))),
+    "yv": ("v x", _not_differentiable("yv", "v", "no closed form in the order"),
+           lambda xp, v, x: 0.5 * (special_of(xp).yv(v - 1, x) - special_of(xp).yv(v + 1, x))),
+    "iv": ("v x", _not_differentiable("iv", "v", "no closed form in the order"),
+           lambda xp, v, x: 0.5 * (special_of(xp).iv(v - 1, x) + special_of(xp).iv(v + 1, x))),
+    "ive": ("v x", _not_differentiable("ive", "v", "no closed form in the order"),
+            lambda xp, v, x, ans: 0.5 * (special_of(xp).ive(v - 1, x) + special_of(xp).ive(
+                v + 1, x)) - xp.sign(x) * ans),
+    "kv": ("v x", _not_differentiable("kv", "v", "no closed form in the order"),
+           lambda xp, v, x: -0.5 * (special_of(xp).kv(v - 1, x) + special_of(xp).kv(v + 1, x))),
+    "multigammaln": ("a d", _multigammaln_da,
+                     _not_differentiable("multigammaln", "d", "an integer dimension")),
     # Distribution functions behind SciPy's p-values (ttest_*, pearsonr).
     "stdtr": ("df t", _not_differentiable("stdtr", "df", "no closed form"), _student_t_density),
     "betainc": ("a b x", _not_differentiable("betainc", "a", "no closed form"),

@@ -1,7 +1,8 @@
 """Rules of the standard's statistical functions (reductions and cumulative ones).
 
 A reduction's VJP spreads ``g`` over the reduced axes with per-element weights ``w``, and its
-JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``prod``), or
+JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``prod``, and the
+selections ``max``/``min``, whose complex tangents keep their imaginary part), or
 ``sum(Re(conj(w) * t))`` for real-valued reductions of complex input (``var``, ``std``).
 ``max``/``min`` share the gradient equally among tied extrema (PyTorch's ``amax``/``amin``);
 ``std`` gives 0 where the deviation is 0.
@@ -9,9 +10,8 @@ JVP contracts the tangent with the same weights: ``sum(t * w)`` (holomorphic ``p
 
 import math
 
-from ._core import (LINEAR, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
+from ._core import (LINEAR, capable, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
                     normalize_axis, sum_axes)
-from .reuse import reusable, scaled
 
 
 def _count(shape, axis):
@@ -72,7 +72,8 @@ def _move_reduced_last(xp, x, axis):
     kept = [a for a in range(x.ndim) if a not in axes]
     order = kept + list(axes)
     moved = xp.permute_dims(x, tuple(order))
-    merged = xp.reshape(moved, tuple(moved.shape[: len(kept)]) + (-1,))
+    # (the size, not -1: an empty kept axis leaves no length to infer)
+    merged = xp.reshape(moved, tuple(moved.shape[: len(kept)]) + (_count(x.shape, axes),))
     inverse = tuple(order.index(a) for a in range(x.ndim))
     return merged, moved.shape, inverse
 
@@ -107,7 +108,7 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
     if not x.ndim:
         return g
     mask = x == expand_reduced(xp, ans, axis, x.ndim, keepdims)
-    if g.size == 1 and x.size > 1 and reusable(x) and host_reads(x):
+    if g.size == 1 and x.size > 1 and capable(x, "reuse_unshared") and host_reads(x):
         # One slice of a NumPy-like array (reuse_unshared): the share is placed at the extrema
         # of a zero array, instead of a cast, a sum and a product over the whole mask. A NaN or
         # inf share takes the weights, for its NaNs everywhere.
@@ -120,13 +121,14 @@ def vjp_extremum(xp, g, x, ans, *, axis=None, keepdims=False):
                 return grad
     weights = xp.astype(mask, g.dtype)
     count = sum_axes(xp, weights, normalize_axis(axis, x.ndim), keepdims=True)
-    return scaled(weights, expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
+    return weights * (expand_reduced(xp, g, axis, x.ndim, keepdims) / count)
 
 
-for _name in ("max", "min"):
+for _name in ("max", "min"):  # a selection: the tangent of the extremum, complex ones too
     defvjp(_name, vjp_extremum,
-           jvps=(lambda xp, t, x, ans, *, axis=None, keepdims=False: _contract(
-               xp, _extremum_weights(xp, x, ans, axis, keepdims), t, axis, keepdims),))
+           jvps=(lambda xp, t, x, ans, *, axis=None, keepdims=False: xp.sum(
+               _extremum_weights(xp, x, ans, axis, keepdims) * t, axis=axis,
+               keepdims=keepdims),))
 
 
 def vjp_var(xp, g, x, *, axis=None, correction=0.0, keepdims=False):
@@ -134,7 +136,7 @@ def vjp_var(xp, g, x, *, axis=None, correction=0.0, keepdims=False):
     full-size product, computed in place."""
     g = expand_reduced(xp, g, axis, x.ndim, keepdims)
     centred = _centred(xp, x, axis)
-    return scaled(centred, g * 2 / (_count(x.shape, axis) - correction))
+    return centred * (g * 2 / (_count(x.shape, axis) - correction))
 
 
 def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
@@ -142,7 +144,7 @@ def vjp_std(xp, g, x, ans, *, axis=None, correction=0.0, keepdims=False):
     taken on the reduced shape first: one full-size product, computed in place."""
     g = expand_reduced(xp, g, axis, x.ndim, keepdims)
     centred = _centred(xp, x, axis)
-    return scaled(centred, g * _std_scale(xp, x, ans, axis, correction, keepdims))
+    return centred * (g * _std_scale(xp, x, ans, axis, correction, keepdims))
 
 
 defvjp("var", vjp_var,
@@ -202,8 +204,8 @@ def jvp_cumulative_prod(xp, t, x, ans, *, axis=None, dtype=None, include_initial
     else:
         weighted = t * _exclusive_cumprod(xp, x)
         tangent = xp.sum(weighted[..., :, None] * _partial_products(xp, x), axis=-2)
-    if include_initial:
-        tangent = xp.concat([xp.zeros_like(tangent[..., :1]), tangent], axis=-1)
+    if include_initial:  # (ans's first entry: the tangent has none along an empty axis)
+        tangent = xp.concat([xp.zeros_like(ans[..., :1]), tangent], axis=-1)
     return xp.moveaxis(tangent, -1, axis)
 
 

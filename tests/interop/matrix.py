@@ -104,6 +104,53 @@ How each reaches arraygrad:
 - **In place on a leaf**: `array_api_extra.at(x)[i].set(v)` with the default `copy=None` on a
   leaf that requires grad raises `InplaceError`, as any in-place change of such a leaf does in
   PyTorch: pass `copy=True`.
+
+## Other projects' own test suites on arraygrad
+
+SciPy, scikit-learn and array-api-extra test their array-API code on several backends. On
+2026-11-28 their own suites were run with one more backend, `ag.namespace("numpy")`, which was
+the only backend selected. The runs used arraygrad at commit ba72b49, NumPy 2.4.6, pytest 9.2.0
+and the pure-Python engine (`ARRAYGRAD_PURE_PYTHON=1`). Only the suites' test-setup code was
+patched, to register the backend:
+
+```text
+array-api-extra 0.11.5  tests shipped in the wheel (array_api_extra/tests/main), -k arraygrad;
+                        Backend.ARRAYGRAD added, the xp fixture yields ag.namespace("numpy")
+SciPy 1.17.1            scipy/conftest.py: arraygrad added to xp_available_backends and
+                        xp_known_backends; SCIPY_ARRAY_API='["arraygrad"]', -m array_api_backends;
+                        modules _lib cluster differentiate fft integrate interpolate linalg
+                        ndimage optimize signal spatial special stats
+scikit-learn 1.9.1      pytest --pyargs sklearn -k array_api, with a plugin that makes
+                        yield_namespace_device_dtype_combinations() yield only arraygrad's namespace
+```
+
+| suite | passed | failed | arraygrad's | the suite's |
+|---|---|---|---|---|
+| array-api-extra 0.11.5 | 1202 | 1 | 0 | 1 |
+| SciPy 1.17.1 (13 modules) | 26467 | 289 (150 failures, 139 setup errors) | 0 | 289 |
+| scikit-learn 1.9.1 | 854 | 3 | 0 | 3 |
+
+None of the failures is a wrong result or a crash in arraygrad. Each one comes from the suite or
+the library: an assumption that the standard does not make, or a choice made by the backend's name.
+Grouped by reason:
+
+| count | tests | why it is the suite's |
+|---|---|---|
+| 139 | SciPy `test_device*` (special `test_logsumexp` 3, fft `test_device` 2, stats `test_device_dtype` 134): setup error | SciPy's `devices` fixture returns `__array_namespace_info__().devices() + [None]`, which assumes the list of the 2024.12 standard. arraygrad, like array-api-strict at 2025.12, returns a tuple. |
+| 48 | SciPy interpolate `RBFInterpolator` (`test_rbfinterp.py`) | SciPy calls `d.view(float)`, which it marks "NB not Array API compliant" and skips on array-api-strict. |
+| 38 | SciPy signal `TestResample::test_resample_methods` 29, `TestGroupDelay` 7; interpolate `TestBSpline` 2 | NumPy functions are called on xp arrays: `np.interp` in a test helper, `np.convolve` inside `signal.group_delay`, `np.piecewise` in test helpers. arraygrad refuses NumPy functions it does not list, so that they cannot silently leave the graph (see [Why a function is refused](#why-a-function-is-refused-and-what-the-user-sees)). |
+| 23 | SciPy integrate `TestNSum` (all of it) | `nsum` does `nfev[i] += tmp[-1]`, an int32 array plus int64 values in place. The standard says an in-place operation must not change the dtype, and array-api-strict raises the same `TypeError`. NumPy and torch cast silently. SciPy skips `nsum` on array-api-strict and torch. |
+| 19 | SciPy special `test_support_alternative_backends[...-chdtrc-...]` 5, stats `test_marray::test_power_divergence_chisquare` 14 | On a namespace that has `xp.special`, SciPy runs its own generic `chdtrc`, which gives NaN for `v <= 0` and 1 for `x < 0`. The compiled ufunc gives 0 and NaN there (scipy/scipy#20972). The test avoids those inputs only for the backends it names (`positive_only={"cupy", "jax.numpy", "torch"}`). |
+| 19 | SciPy optimize `test_bracket.py` `test_dtype[...-float16-...]` 18, ndimage `test_gaussian_filter_float16` 1 | float16 is not a dtype of the standard, and arraygrad's namespace has no `float16`. SciPy skips the ndimage test on array-api-strict. |
+| 4 | SciPy `_lib` `TestContainsNaN::test_array_api_lazy`; array-api-extra `TestNUnique::test_delegates`; scikit-learn `test_label_binarize_array_api_compliance` (2) | The test decides by backend name. It skips the lazy-only test for the eager backends it names, it expects native delegation for every backend it does not exclude by name, and it expects any namespace not named NumPy to reject `asarray(["yes", "no"])`. arraygrad over NumPy accepts NumPy's string dtype. |
+| 2 | scikit-learn `test_array_api_error_and_warnings_for_solver_parameter`, SciPy stats `TestBootstrap::test_bootstrap_iv_other` | The expected message contains the namespace's `__name__` without `re.escape`. The `[numpy]` in `arraygrad[numpy]` is then read as a regex character class, so the exact message does not match. |
+| 1 | SciPy differentiate `TestDerivative::test_initial_step` | The test calls `xp.logspace`, which is not in the standard. |
+
+An earlier run the same day, on an older commit (70be683), found three arraygrad bugs, all fixed
+since. `moveaxis`, `permute_dims` and `reshape` returned copies where NumPy makes views. As a result
+`signal.oaconvolve`, `ndimage.vectorized_filter(output=...)` and `tanhsinh` silently lost their
+writes. `np.isclose` with a Variable passed by keyword recursed forever. `np.may_share_memory` was
+refused on Variables.
 """
 
 
@@ -164,14 +211,7 @@ def render(cases):
             where = "all" if "*" in backends else ", ".join(backends)
             lines.append(f"| {case.library} | `{case.name}` | {where} | {error} | "
                          f"{refusal.reason} |")
-    ufuncs = sorted({*_numpy_protocol.UFUNCS, *_numpy_protocol.COMPOSED_UFUNCS})
-    functions = sorted({*_numpy_protocol.FUNCTIONS, *_numpy_protocol.DETACHED})
-    lines += ["", "## NumPy functions Variables support (NEP 13 and NEP 18)", "",
-              "Ufuncs, called (`np.sin(v)`), reduced (`np.add.reduce`: add, multiply, maximum, "
-              "minimum, logical_and, logical_or) or accumulated (add, multiply); `out=` may only "
-              "name a Variable:", "", ", ".join(f"`{n}`" for n in ufuncs), "",
-              "Functions (`numpy.` and `numpy.linalg.`):", "",
-              ", ".join(f"`{n}`" for n in functions), "",
+    lines += ["", *numpy_api_section(), "",
               "Special functions with rules (`xp.special`, and SciPy's ufuncs on NumPy-backed "
               "Variables; a backend offers those its library has):", "",
               ", ".join(f"`{n}`" for n in sorted(SPECIAL)), "",
@@ -181,6 +221,54 @@ def render(cases):
               "standard's functions):", "",
               ", ".join(f"`{n}`" for n in sorted(OUTSIDE_STANDARD)), ""]
     return "\n".join(lines)
+
+
+def numpy_api():
+    """``(functions, ufuncs)``: the names of NumPy's functions that dispatch through
+    ``__array_function__`` (``numpy``, ``numpy.linalg``, ``numpy.fft``; as the tables name
+    them) and of its ufuncs, read from the installed NumPy."""
+    import numpy as np
+
+    dispatcher = type(np.concatenate)
+    functions = {_numpy_protocol._name(f) for module in (np, np.linalg, np.fft)
+                 for name, f in vars(module).items()
+                 if not name.startswith("_") and isinstance(f, dispatcher)}
+    ufuncs = {u.__name__ for u in vars(np).values() if isinstance(u, np.ufunc)}
+    return functions, ufuncs
+
+
+def numpy_api_section():
+    """The lines of docs/interop.md that classify NumPy's API on Variables."""
+    import numpy as np
+
+    P = _numpy_protocol
+    functions, ufuncs = numpy_api()
+
+    def names(group):
+        return ", ".join(f"`{n}`" for n in sorted(group)) or "(none)"
+    recorded = ufuncs & ({*P.UFUNCS, *P.COMPOSED_UFUNCS})
+    lines = [f"## NumPy's API on Variables (NEP 13 and NEP 18; NumPy {np.__version__})", "",
+             "Every public NumPy function that dispatches through `__array_function__` "
+             "(`numpy.`, `numpy.linalg.`, `numpy.fft.`) and every ufunc is in one list below; "
+             "`tests/test_numpy_api.py` fails when NumPy has one that is in none. Each function "
+             "takes NumPy's full signature: an argument that arraygrad does not implement is "
+             "accepted only at NumPy's default, else refused with a `TypeError` naming it.", "",
+             "**Recorded, differentiable** (through the differentiable namespace):", "",
+             names(functions & set(P.FUNCTIONS) - P.NO_DERIVATIVE), "",
+             "**Recorded, no derivative** (integer, boolean or constant results):", "",
+             names(functions & P.NO_DERIVATIVE), "",
+             "**On the values** (NumPy's own result; a floating result of a Variable that "
+             "requires grad is refused):", "", names(functions & P.ON_VALUES), "",
+             "**Refused** (`TypeError` with the reason):", "",
+             "| function | reason |", "|---|---|"]
+    lines += [f"| `{n}` | {P.REFUSED[n]} |" for n in sorted(functions & set(P.REFUSED))]
+    lines += ["", "**Ufuncs**, called (`np.sin(v)`), reduced (`np.add.reduce`: add, multiply, "
+              "maximum, minimum, logical_and, logical_or) or accumulated (add, multiply); "
+              "`out=` may only name a Variable; recorded:", "", names(recorded), "",
+              "Ufuncs on the values (no derivative): " + names(
+                  ufuncs & set(P.UFUNCS_ON_VALUES)) + "; SciPy's special ufuncs reach "
+              "`xp.special` (below); any other ufunc is refused."]
+    return lines
 
 
 def main():

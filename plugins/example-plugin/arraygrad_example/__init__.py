@@ -147,4 +147,13 @@ def arraygrad_backend():
     # built, and no array of it exists before then.
     return BackendSpec(
         name=NAME, library="array_api_strict", arrays=(f"{__name__}:ExampleArray",),
-        namespace=_load, coerce=_coerce, to_numpy=_to_numpy, capabilities=_capabilities)
+        namespace=_load, coerce=_coerce, to_numpy=_to_numpy, capabilities=_capabilities,
+        deviations=lambda: DEVIATIONS)
+
+
+DEVIATIONS = """\
+# array-api-strict's operators, which its arrays inherit, raise TypeError on an operand that
+# is not one of their own arrays (a Variable) instead of returning NotImplemented:
+# `raw_array * variable` fails, while `variable * raw_array` and xp.multiply work
+programs.nested[outer_times_inner_grad]
+"""

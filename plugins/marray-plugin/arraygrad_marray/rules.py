@@ -150,7 +150,8 @@ def _counted_out(xp, counted, options):
     if not options.get("include_initial"):
         return counted
     axis = options.get("axis") or 0
-    first = xp.ones_like(xp.take(counted, xp.asarray([0]), axis=axis))
+    # (the initial slice's shape from a reduction: a take of index 0 fails on an empty axis)
+    first = xp.expand_dims(xp.ones_like(xp.any(counted, axis=axis)), axis=axis)
     return xp.concat([first, counted], axis=axis)
 
 
