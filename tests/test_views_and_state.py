@@ -147,9 +147,7 @@ def test_moving_a_reversed_array_to_torch_does_not_abort():
             "v = ag.Variable(np.arange(6.)[::-1]).to('torch')\n"
             "assert v.data.tolist() == [5, 4, 3, 2, 1, 0]\n"
             "assert torch.from_dlpack(ag.Variable(np.arange(4.)[::-2])).tolist() == [3, 1]\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    _runs_alone(code, timeout=120)
 
 
 def test_scipy_tanhsinh_integrates_variables():
@@ -165,6 +163,12 @@ def test_scipy_tanhsinh_integrates_variables():
             "xp.sum(res.integral).backward()\n"
             "want = [-quad(lambda x: x * x * np.exp(-s * x * x), 0, 1)[0] for s in (1., 2.)]\n"
             "np.testing.assert_allclose(a.grad.data, want, rtol=1e-10)\n")
+    _runs_alone(code, timeout=300)
+
+
+def _runs_alone(code, timeout):
+    """Run ``code`` in a fresh interpreter (an abort, or SciPy's environment read at import,
+    stays there); fail with its error output."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=timeout)
     assert done.returncode == 0, done.stderr[-2000:]
