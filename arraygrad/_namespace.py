@@ -209,6 +209,7 @@ class _Recorder(Arguments):
         params.update(kwargs)
         return self.record(args[:arity], raw_inputs, out, params)
 
+
 _signatures: dict = {}
 
 
@@ -352,8 +353,8 @@ def _viewing(function, back):
     to it as a view: in-place changes of either reach the other (``_views``)."""
     def view_function(x, /, *args, **kwargs):
         result = function(x, *args, **kwargs)
-        if x.__class__ is Variable and result.__class__ is Variable and (
-                _views.is_view(result._values, x._values)):
+        if x.__class__ is Variable and result.__class__ is Variable and not kwargs.get(
+                "copy") and _views.is_view(result._values, x._values):  # (copy=True: never)
             ns = x._backend.ns
             _views.link(x, result, lambda base: function(base, *args, **kwargs),
                         lambda base, view: back(view, base, args, kwargs, ns))

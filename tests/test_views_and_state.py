@@ -172,3 +172,14 @@ def _runs_alone(code, timeout):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict"])
+def test_a_reshape_asked_to_copy_is_no_view(backend):
+    """``copy=True`` is never a view, also on a backend that cannot say whether its result
+    shares memory (array-api-strict's arrays have no ``base``)."""
+    ns = ag.namespace(backend)
+    base = ns.asarray([[1.0, 2.0], [3.0, 4.0]])
+    flat = ns.reshape(base, (4,), copy=True)
+    flat[0] = 100.0
+    assert float(base[0, 0].data) == 1.0
