@@ -224,8 +224,8 @@ def nondifferentiable(*names: str, unless_complex: bool = False):
 class BackendQueries:
     """What a rule may ask about the backend of an array or namespace. Rules import nothing
     above them: the plugin layer installs its answers here when it is imported. The answer is
-    an object with ``set_index``, ``get_index``, ``device``, ``capabilities()`` and
-    ``raw_special``; ``None``
+    an object with ``set_index``, ``get_index``, ``device``, ``capabilities()``,
+    ``kernel(name)`` and ``raw_special``; ``None``
     (the default) means a backend that needs no help, as NumPy."""
 
     @staticmethod
@@ -352,6 +352,23 @@ def capable(x, capability: str) -> bool:
 _capabilities: dict = {}  # {(array type, capability): the backend's answer}
 
 
+def kernel(x, name: str):
+    """The backend's own ``name`` (a kernel capability, ``solve_triangular``) for raw arrays of
+    ``x``'s type, or None: the backend has none, or ``x`` is a Variable (``create_graph``: the
+    rule then differentiates through the standard's functions). Cached per array type."""
+    key = (x.__class__, name)
+    try:
+        return _kernels[key]
+    except KeyError:
+        pass
+    backend = None if hasattr(x, "_edge") else backends.of_array(x)  # (_edge: a Variable)
+    answer = _kernels[key] = None if backend is None else backend.kernel(name)
+    return answer
+
+
+_kernels: dict = {}  # {(array type, kernel name): the backend's function or None}
+
+
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of non-negative ints (None means every axis); remembered, as
     every reduction's VJP asks it on every backward."""
@@ -468,6 +485,7 @@ def forget_capabilities():
     """Drop the cached answers of :func:`capable` and :func:`sum_axes`: the registered backends
     changed."""
     _capabilities.clear()
+    _kernels.clear()
     _matmul_sums_types.clear()
     _sum_plans.clear()
     _ones.clear()
