@@ -55,6 +55,10 @@ class RuleInterface:
 
     __slots__ = ()
 
+    asks_needed = False
+    """Whether the joint VJP takes ``needed=``: per array argument, whether its gradient is
+    wanted (the others it may leave as None, skipping their work)."""
+
     def keeps_none(self, node) -> bool:
         """Whether the VJP takes None, not zeros, for an output that got no gradient."""
         return False
@@ -70,7 +74,8 @@ class Rule(RuleInterface):
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "forward", "symbolic_zeros")
+                 "pickers", "users", "positional", "forward", "symbolic_zeros",
+                 "asks_needed")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1, forward=None, symbolic_zeros=False):
@@ -108,6 +113,10 @@ class Rule(RuleInterface):
         self.index, self.keywords = self._bind(backward, saves)
         self.jvp_index, self.jvp_keywords = self._bind(forward, saves)
         self.saves = tuple(saves)
+        # (needed is no option of the function: it is kept out of the options read)
+        self.asks_needed = joint is not None and "needed" in (self.keywords[0] or ())
+        if self.asks_needed:
+            self.keywords[0] = self.keywords[0] - {"needed"}
         # None where a function takes every saved value in order (the common case).
         every = tuple(range(len(saves)))
         self.index = [None if index == every else index for index in self.index]
@@ -202,8 +211,11 @@ def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outpu
 
 def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,
              jvps=(), outputs: int = 1, standard: bool = True):
-    """Register one VJP returning the gradients of all array arguments of ``name`` at once;
-    ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`)."""
+    """Register one VJP returning the gradients of all array arguments of ``name`` at once,
+    for gradients that share work (``solve``'s two, from one solve); a keyword-only
+    ``needed`` parameter gets, per array argument, whether its gradient is wanted (return
+    None for the others); ``standard=False`` for a function outside the standard
+    (:data:`OUTSIDE_STANDARD`)."""
     RULES[name] = Rule(name, arrays.split(), (), joint=vjp, jvps=jvps, params=params.split(),
                        sequence=sequence, outputs=outputs)
     if not standard:
