@@ -201,8 +201,8 @@ MUTANTS = [
       "matrix_norm('fro') VJP with conj(x) (complex only)"),
     M("la-norm1-axis", R + "linalg.py", "axis = -2 if ord in (1, -1) else -1",
       "axis = -1 if ord in (1, -1) else -2", "matrix_norm ord=1/inf VJP sums along swapped axes"),
-    M("la-diagonal-offset", R + "linalg.py", "r, c = max(-offset, 0), max(offset, 0)",
-      "r, c = max(offset, 0), max(-offset, 0)", "diagonal's VJP with offset: rows/cols swapped"),
+    M("la-diagonal-offset", R + "linalg.py", "c = min(max(offset, 0), cols)",
+      "c = min(max(-offset, 0), cols)", "diagonal's VJP with offset: rows/cols swapped"),
     # ------------------------------------------------------------------ rules/linalg_eig.py
     M("eig-gaps-sign", R + "linalg_eig.py", "gaps = L[..., None, :] - L[..., :, None]",
       "gaps = L[..., :, None] - L[..., None, :]",

@@ -8,7 +8,7 @@ them have gradients.
 """
 
 from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defjoint, defvjp, device_of,
-                    is_complex, nondifferentiable, set_index)
+                    is_complex, nondifferentiable)
 from .linalg_eig import _diag_embed, _eye, _gaps, inv, solve, solve_triangular
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 from .statistical import _prod_weights
@@ -283,17 +283,17 @@ def vjp_trace(xp, g, x_shape, *, offset=0, dtype=None):
 
 
 def vjp_diagonal(xp, g, x_shape, *, offset=0):
-    # gA[i + r, i + c] = g[i]: zeros with g set on the offset diagonal, O(rows * cols). In the
-    # flat matrix that diagonal starts at r * cols + c and steps by cols + 1.
+    # gA[i + r, i + c] = g[i]: g spread over the columns it reaches (O(cols)), then chosen on
+    # the offset diagonal, O(rows * cols) in one pass, no product with identities.
     rows, cols = x_shape[-2], x_shape[-1]
-    r, c = max(-offset, 0), max(offset, 0)
-    length, batch = g.shape[-1], tuple(g.shape[:-1])
-    flat = xp.zeros(batch + (rows * cols,), dtype=g.dtype, device=device_of(g))
-    if length:
-        start = r * cols + c
-        flat = set_index(xp, flat, (..., slice(start, start + (length - 1) * (cols + 1) + 1,
-                                                cols + 1)), g)
-    return xp.reshape(flat, batch + (rows, cols))
+    c = min(max(offset, 0), cols)  # g[i] goes to column i + c
+    batch, device = tuple(g.shape[:-1]), device_of(g)
+    columns = xp.concat([xp.zeros(batch + (c,), dtype=g.dtype, device=device), g,
+                         xp.zeros(batch + (cols - c - g.shape[-1],), dtype=g.dtype,
+                                  device=device)], axis=-1)
+    on_diagonal = xp.eye(rows, cols, k=offset, dtype=xp.bool, device=device)
+    return xp.where(on_diagonal, columns[..., None, :], xp.zeros((), dtype=g.dtype,
+                                                                 device=device))
 
 
 def vjp_cross(xp, g, other, first, axis):
