@@ -441,8 +441,8 @@ MUTANTS = [
       "cholesky(upper=True) VJP does not transpose g"),
     M("h-la-qr-tril", R + "linalg.py", "M = xp.triu(gR @ H(xp, R) - H(xp, Q) @ gQ)",
       "M = xp.tril(gR @ H(xp, R) - H(xp, Q) @ gQ)", "qr's VJP keeps the lower triangle of M"),
-    M("h-la-trace-offset", R + "linalg.py", "xp.eye(rows, cols, k=offset, dtype=g.dtype",
-      "xp.eye(rows, cols, k=-offset, dtype=g.dtype", "trace's VJP puts g on the opposite diagonal"),
+    M("h-la-trace-offset", R + "linalg.py", "return xp.where(xp.eye(rows, cols, k=offset,",
+      "return xp.where(xp.eye(rows, cols, k=-offset,", "trace's VJP puts g on the opposite diagonal"),
     # rules/linalg_eig.py
     M("h-eig-jvp-phase-sign", R + "linalg_eig.py",
       "return dL, dV - V * xp.astype(phases, V.dtype)[..., None, :]",

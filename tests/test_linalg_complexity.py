@@ -265,3 +265,13 @@ def test_matmul_of_a_batch_with_one_matrix_sums_in_its_product(products, vector)
     assert grad.shape == x2.shape and len(products) == 1  # (no (10, 4, 3) batch to sum)
     expected = np.einsum("bnk,bn...->k...", x1, g)
     np.testing.assert_allclose(grad, expected, rtol=1e-12)
+
+
+def test_eigvalsh_jvp_takes_one_product(products):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((6, 6))
+    x, t = counted(a + a.T), counted(rng.standard_normal((6, 6)))
+    tangent = RULES["linalg.eigvalsh"].jvps[0](np, t, x)
+    assert len(products) == 1  # (diag(V^H t V) as two products: n^3 more)
+    _, V = np.linalg.eigh(np.asarray(x))
+    np.testing.assert_allclose(tangent, np.diagonal(V.T @ t @ V), rtol=1e-10, atol=1e-12)

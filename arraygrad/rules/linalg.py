@@ -118,7 +118,8 @@ def vjp_eigvalsh(xp, g, x):
 
 def jvp_eigvalsh(xp, t, x):
     _, V = xp.linalg.eigh(x)
-    return xp.real(xp.linalg.diagonal(H(xp, V) @ xp.astype(t, V.dtype) @ V))
+    # diag(V^H t V)_i = sum_j conj(V[j, i]) (t V)[j, i]: one product, not two
+    return xp.real(xp.sum(conj(xp, V) * (xp.astype(t, V.dtype) @ V), axis=-2))
 
 
 def _skew(xp, a):
@@ -278,8 +279,10 @@ def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
 
 
 def vjp_trace(xp, g, x_shape, *, offset=0, dtype=None):
-    rows, cols = x_shape[-2], x_shape[-1]
-    return g[..., None, None] * xp.eye(rows, cols, k=offset, dtype=g.dtype, device=device_of(g))
+    # g on the offset diagonal, chosen by a boolean identity (no product with a float one)
+    rows, cols, device = x_shape[-2], x_shape[-1], device_of(g)
+    return xp.where(xp.eye(rows, cols, k=offset, dtype=xp.bool, device=device),
+                    g[..., None, None], xp.zeros((), dtype=g.dtype, device=device))
 
 
 def vjp_diagonal(xp, g, x_shape, *, offset=0):

@@ -249,8 +249,9 @@ def _einsum_layout(xp, grad, kept, spec, shape):
         if first != i:
             axes = [1] * len(spec)
             axes[first] = axes[i] = shape[i]
-            eye = xp.eye(shape[i], dtype=grad.dtype, device=device_of(grad))
-            grad = grad * xp.reshape(eye, tuple(axes))
+            eye = xp.eye(shape[i], dtype=xp.bool, device=device_of(grad))
+            grad = xp.where(xp.reshape(eye, tuple(axes)), grad,
+                            xp.zeros((), dtype=grad.dtype, device=device_of(grad)))
     return xp.broadcast_to(grad, tuple(n if m == 1 else m for n, m in zip(shape, grad.shape)))
 
 
