@@ -1157,6 +1157,7 @@ def run(args):
     if importlib.util.find_spec("torch") is None:
         raise SystemExit("bench.broad checks every gradient against PyTorch's: pip install torch")
     columns = chosen(args.libraries)
+    args.load = [os.getloadavg()[0]] if hasattr(os, "getloadavg") else []
     libs, missing = {}, {}
     for name in columns:
         if name == HAND:
@@ -1239,6 +1240,10 @@ def run(args):
         print(f"  {key:<15} " + "   ".join(f"{name} {times[name] * 1e3:.3f} ms"
                                             for name in names), flush=True)
     print()
+    if args.load:
+        args.load.append(os.getloadavg()[0])
+        print(f"load average (1 minute) {args.load[0]:.2f} at the start, {args.load[1]:.2f} at "
+              f"the end, on {os.cpu_count()} cores\n")
     lines = tables(rows)
     print("\n".join(lines))
     if args.json:
@@ -1359,7 +1364,10 @@ def write_results(lines, args):
     head = [RESULTS_START, "",
             f"Measured {time.strftime('%Y-%m-%d')} with `{command}`"
             f"{' (a smoke run, small sizes)' if args.quick else ''} at {revision()} on "
-            f"{HARNESS.machine()}. Threads pinned to 1.", ""]
+            f"{HARNESS.machine()}. Threads pinned to 1"
+            + (f"; load average (1 minute) {args.load[0]:.2f} at the start, {args.load[1]:.2f} "
+               f"at the end (other work on the machine slows every library, not alike)"
+               if len(args.load) == 2 else "") + ".", ""]
     HARNESS.write_section(head + lines + ["", RESULTS_END], "Results: the broad benchmark",
                           args.readme)
 
