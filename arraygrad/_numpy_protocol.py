@@ -800,7 +800,26 @@ def _from_triangle(xp, a, UPLO):
 
 def _eigh(a, UPLO="L"):
     xp = _namespace_of([a])
-    return xp.linalg.eigh(_from_triangle(xp, xp.asarray(a), UPLO))
+    a = xp.asarray(a)
+    result = xp.linalg.eigh(_from_triangle(xp, a, UPLO))
+    if UPLO not in ("U", "u"):
+        return result
+    # The backend's eigh read the lower triangle, NumPy's reads the upper: its eigenvectors.
+    w, v = result
+    return type(result)(w, v * _numpy_phases(xp, v, _numpy().linalg.eigh(_values(a), UPLO)[1]))
+
+
+def _numpy_phases(xp, v, reference):
+    """The constant phase (a sign, for real matrices) of each of ``v``'s eigenvectors that
+    makes them NumPy's ``reference``: an eigenvector is unique only up to one, and LAPACK
+    fixes it differently for each triangle, so ``eigh(a, "U")`` must take NumPy's choice, as
+    its value and as the function whose derivative is taken (a sign is locally constant)."""
+    numpy = _numpy()
+    overlap = numpy.sum(numpy.conj(_values(v)) * reference, axis=-2, keepdims=True)
+    size = numpy.abs(overlap)
+    phases = numpy.where(size > 0, overlap / numpy.where(size > 0, size, 1), 1)
+    return xp.asarray(phases.real if not numpy.iscomplexobj(reference) else phases,
+                      dtype=v.dtype)
 
 
 def _eigvalsh(a, UPLO="L"):

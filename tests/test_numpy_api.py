@@ -16,6 +16,7 @@ M = rng.uniform(0.2, 1.5, (3, 3))
 R = rng.uniform(0.2, 1.5, (4, 3))
 W = rng.uniform(0.2, 1.5, 4)
 SYM = M + M.T + 4 * np.eye(3)
+E = rng.standard_normal((6, 6))  # its triangles differ: eigh(E, "U") and eigh(E, "L") too
 
 def _hermitian(lower):
     """The symmetric matrix of a lower triangle: what NumPy's eigh reads (torch's gradient
@@ -77,6 +78,10 @@ CASES = [
     ("einsum trace", lambda x: np.einsum("ii", x), M, lambda t, T: T.einsum("ii", t)),
     ("eigh UPLO=U", lambda x: np.linalg.eigh(x + SYM, UPLO="U")[0], M,
      lambda t, T: T.linalg.eigh(_hermitian(T.triu(t + T.tensor(SYM)).T))[0]),
+    # LAPACK fixes each eigenvector's sign differently for each triangle: NumPy's, for "U" too
+    ("eigh UPLO=U eigenvectors", lambda x: np.linalg.eigh(x, UPLO="U")[1], E, None),
+    ("eigh UPLO=U eigenvectors, batched", lambda x: np.linalg.eigh(x, "U").eigenvectors,
+     np.stack([E, E.T + 1]), None),
     ("eigvalsh UPLO=L", lambda x: np.linalg.eigvalsh(x + SYM), M,
      lambda t, T: T.linalg.eigvalsh(_hermitian(T.tril(t + T.tensor(SYM))))),
     ("cov", lambda x: np.cov(x), R, lambda t, T: T.cov(t)),
@@ -195,3 +200,10 @@ def test_value_only_functions_unwrap_keyword_variables():
     np.testing.assert_array_equal(np.iscomplex(v), np.zeros((4, 3), bool))
     counts, edges = np.histogram(ag.Variable(R))  # needs no grad: NumPy's own result
     np.testing.assert_array_equal(counts, np.histogram(R)[0])
+
+
+def test_eigh_upper_gives_numpys_eigenvectors_for_complex_matrices_too():
+    z = E + 1j * np.random.default_rng(3).standard_normal((6, 6))
+    w, v = np.linalg.eigh(ag.Variable(z, requires_grad=True), "U")
+    np.testing.assert_allclose(w.data, np.linalg.eigh(z, "U")[0], rtol=1e-12)
+    np.testing.assert_allclose(v.data, np.linalg.eigh(z, "U")[1], rtol=1e-10, atol=1e-12)
