@@ -223,3 +223,16 @@ def test_jvp_never_writes_into_a_tangent_it_was_given():
     ag.jvp(f, (x,), (given,))
     np.testing.assert_array_equal(given, t)  # the caller's array is as it was
     np.testing.assert_allclose(ag.jvp(f, (x,), (given,))[1], tangent)  # and a rerun agrees
+
+
+@pytest.mark.parametrize("f", [lambda x: np.allclose(x, x * 3.0 / 3.0), lambda x: XP.sum(x > 1),
+                               lambda x: XP.argmax(x)], ids=["allclose", "count", "argmax"])
+def test_grad_of_a_boolean_or_integer_value_is_refused(f):
+    """Such a value has no derivative: zeros would hide the mistake (JAX and HIPS autograd
+    raise TypeError too). A constant floating value still has a gradient of zeros."""
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="floating value"):
+        ag.grad(f)(x)
+    with pytest.raises(TypeError, match="floating value"):
+        ag.hvp(f, (x,), (x,))
+    np.testing.assert_array_equal(ag.grad(lambda x: 1.0)(x), np.zeros(3))
