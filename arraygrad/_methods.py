@@ -311,7 +311,11 @@ class ArrayMethods:
         return _numpy_protocol.array_function(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses.
+        # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses; as
+        # integers or booleans (np.int64(v), np.asarray(v, dtype=bool)) it has no derivative to
+        # lose, as int(v) and xp.astype(v, xp.int64) have none.
+        if getattr(dtype, "kind", None) in ("i", "u", "b"):
+            return self._backend.to_numpy(self.data).astype(dtype, copy=False)
         if self._requires_grad and _scipy_without_array_api(sys._getframe(1)):
             raise GradientError(
                 "SciPy converted a Variable that requires grad to NumPy, which would leave the "

@@ -207,3 +207,20 @@ def test_eigh_upper_gives_numpys_eigenvectors_for_complex_matrices_too():
     w, v = np.linalg.eigh(ag.Variable(z, requires_grad=True), "U")
     np.testing.assert_allclose(w.data, np.linalg.eigh(z, "U")[0], rtol=1e-12)
     np.testing.assert_allclose(v.data, np.linalg.eigh(z, "U")[1], rtol=1e-10, atol=1e-12)
+
+
+def test_a_variable_that_requires_grad_converts_to_integers_but_not_to_floats():
+    """``np.int64(v)``, ``np.asarray(v, dtype=bool)``: integers and booleans have no derivative
+    to lose (as ``int(v)`` and ``xp.astype(v, xp.int64)``); floating values would leave the
+    graph, and are refused."""
+    v = ag.Variable(np.array([0.7, 2.2, 1.0]), requires_grad=True)
+    indices = np.int64(v)
+    assert indices.dtype == np.int64 and list(indices) == [0, 2, 1]
+    assert list(np.asarray(v, dtype=bool)) == [True, True, True]
+    assert np.array([v, v], dtype=np.uint8).shape == (2, 3)
+    for convert in (np.asarray, np.float64, lambda v: np.asarray(v, dtype=np.float32)):
+        with pytest.raises(ag.GradientError, match="cannot convert a Variable that requires"):
+            convert(v)
+    w = ag.Variable(np.ones((5, 2)), requires_grad=True)  # HIPS autograd's test_cast_to_int
+    np.sum(w[:, :-1][np.int64(w[:, -1])]).backward()
+    np.testing.assert_array_equal(w.grad.data, [[0, 0]] + [[5, 0]] + [[0, 0]] * 3)

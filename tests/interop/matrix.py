@@ -61,7 +61,9 @@ How each reaches arraygrad:
 - **Record or refuse**: `np.asarray(v)` and `v.numpy()` on a Variable that requires grad raise
   `GradientError` ("cannot convert a Variable that requires grad to NumPy ... Use
   v.detach().numpy() ..."). A library that converts to NumPy internally therefore fails
-  loudly instead of returning a gradient that silently left the graph.
+  loudly instead of returning a gradient that silently left the graph. To integers or booleans
+  (`np.int64(v)`, `np.asarray(v, dtype=bool)`) it converts: they have no derivative to lose,
+  as `int(v)` and `xp.astype(v, xp.int64)` have none.
 
 ## Library limits outside arraygrad, and their workarounds
 
