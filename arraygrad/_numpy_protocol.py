@@ -886,11 +886,17 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """``hermitian`` only lets NumPy use ``eigh``: the same singular values."""
+    """``hermitian`` lets NumPy use ``eigh``: the same singular values, and singular vectors
+    whose phases (signs) NumPy fixes its own way, which each pair is given (a constant)."""
     xp = a.__array_namespace__()
     if not compute_uv:
         return xp.linalg.svdvals(a)
-    return xp.linalg.svd(a, full_matrices=full_matrices)
+    result = xp.linalg.svd(a, full_matrices=full_matrices)
+    if not hermitian:
+        return result
+    u, s, vh = result
+    phases = _numpy_phases(xp, u, _numpy().linalg.svd(_values(a), hermitian=True)[0])
+    return type(result)(u * phases, s, xp.conj(phases).mT * vh)
 
 
 def _diff(a, n=1, axis=-1, prepend=None, append=None):

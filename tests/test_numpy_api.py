@@ -82,6 +82,8 @@ CASES = [
     ("eigh UPLO=U eigenvectors", lambda x: np.linalg.eigh(x, UPLO="U")[1], E, None),
     ("eigh UPLO=U eigenvectors, batched", lambda x: np.linalg.eigh(x, "U").eigenvectors,
      np.stack([E, E.T + 1]), None),
+    ("svd hermitian=True U", lambda x: np.linalg.svd(x + x.T, hermitian=True)[0], E, None),
+    ("svd hermitian=True Vh", lambda x: np.linalg.svd(x + x.T, hermitian=True).Vh, E, None),
     ("eigvalsh UPLO=L", lambda x: np.linalg.eigvalsh(x + SYM), M,
      lambda t, T: T.linalg.eigvalsh(_hermitian(T.tril(t + T.tensor(SYM))))),
     ("cov", lambda x: np.cov(x), R, lambda t, T: T.cov(t)),
