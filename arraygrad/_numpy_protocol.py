@@ -806,7 +806,15 @@ def _eigh(a, UPLO="L"):
         return result
     # The backend's eigh read the lower triangle, NumPy's reads the upper: its eigenvectors.
     w, v = result
-    return type(result)(w, v * _numpy_phases(xp, v, _numpy().linalg.eigh(_values(a), UPLO)[1]))
+    return _like(result, w, v * _numpy_phases(xp, v, _numpy().linalg.eigh(_values(a), UPLO)[1]))
+
+
+def _like(result, *parts):
+    """``parts`` as the backend's result type: a named tuple, or a struct sequence (torch's)."""
+    try:
+        return type(result)(*parts)
+    except TypeError:
+        return type(result)(parts)
 
 
 def _numpy_phases(xp, v, reference):
@@ -896,7 +904,7 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return result
     u, s, vh = result
     phases = _numpy_phases(xp, u, _numpy().linalg.svd(_values(a), hermitian=True)[0])
-    return type(result)(u * phases, s, xp.conj(phases).mT * vh)
+    return _like(result, u * phases, s, xp.conj(phases).mT * vh)
 
 
 def _diff(a, n=1, axis=-1, prepend=None, append=None):

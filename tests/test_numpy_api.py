@@ -226,3 +226,13 @@ def test_a_variable_that_requires_grad_converts_to_integers_but_not_to_floats():
     w = ag.Variable(np.ones((5, 2)), requires_grad=True)  # HIPS autograd's test_cast_to_int
     np.sum(w[:, :-1][np.int64(w[:, -1])]).backward()
     np.testing.assert_array_equal(w.grad.data, [[0, 0]] + [[5, 0]] + [[0, 0]] * 3)
+
+
+def test_eigh_upper_and_hermitian_svd_on_torch_give_numpys_vectors():
+    torch = pytest.importorskip("torch")
+    v = ag.Variable(torch.tensor(E), requires_grad=True)
+    w, vectors = np.linalg.eigh(v, "U")
+    np.testing.assert_allclose(vectors.detach().numpy(), np.linalg.eigh(E, "U")[1], atol=1e-12)
+    u = np.linalg.svd(v + v.mT, hermitian=True)[0]
+    np.testing.assert_allclose(u.detach().numpy(), np.linalg.svd(E + E.T, hermitian=True)[0],
+                               atol=1e-12)
