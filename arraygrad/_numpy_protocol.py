@@ -893,6 +893,21 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     return result
 
 
+def _qr(a, mode="reduced"):
+    """NumPy's ``mode="r"`` is the R of the reduced factorisation alone; ``"raw"`` (LAPACK's
+    Householder reflectors) has no derivative rule and is refused. Passed on as it is, either
+    would come back as a (Q, R) pair that it is not."""
+    xp = _namespace_of([a])
+    if mode == "r":
+        return xp.linalg.qr(a, mode="reduced")[1]
+    if mode == "raw":
+        raise unsupported("numpy.linalg.qr", " with mode='raw' (Householder reflectors); use "
+                          "mode='reduced' or 'complete'")
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    return xp.linalg.qr(a, mode=mode)
+
+
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """``hermitian`` lets NumPy use ``eigh``: the same singular values, and singular vectors
     whose phases (signs) NumPy fixes its own way, which each pair is given (a constant)."""
@@ -1279,7 +1294,7 @@ FUNCTIONS = {
     **{name: _method(name) for name in ("unique_values", "unique_counts", "unique_inverse",
                                         "unique_all")},
     "pad": pad, "einsum": _einsum,
-    "linalg.norm": _norm, "linalg.svd": _svd, "linalg.eigh": _eigh,
+    "linalg.norm": _norm, "linalg.svd": _svd, "linalg.eigh": _eigh, "linalg.qr": _qr,
     "linalg.eigvalsh": _eigvalsh, "linalg.cond": _cond, "linalg.lstsq": _lstsq,
     "linalg.multi_dot": _multi_dot, "linalg.tensorinv": _tensorinv,
     "linalg.tensorsolve": _tensorsolve,
@@ -1288,7 +1303,7 @@ FUNCTIONS = {
     "linalg.matrix_rank": lambda A, hermitian=False, rtol=None: _namespace_of(
         [A]).linalg.matrix_rank(A, rtol=rtol),
     **{f"linalg.{name}": _linalg(name) for name in (
-        "det", "inv", "solve", "slogdet", "cholesky", "qr", "matrix_power", "svdvals", "eig",
+        "det", "inv", "solve", "slogdet", "cholesky", "matrix_power", "svdvals", "eig",
         "eigvals", "cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "outer",
         "tensordot", "trace", "vecdot", "vector_norm")},
     **{f"fft.{name}": _fft_one(name, complex_input) for name, complex_input in (

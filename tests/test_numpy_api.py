@@ -82,6 +82,10 @@ CASES = [
     ("eigh UPLO=U eigenvectors", lambda x: np.linalg.eigh(x, UPLO="U")[1], E, None),
     ("eigh UPLO=U eigenvectors, batched", lambda x: np.linalg.eigh(x, "U").eigenvectors,
      np.stack([E, E.T + 1]), None),
+    # NumPy's mode="r" is R alone (was read as a (Q, R) pair: two rows of R, or a crash)
+    ("qr mode=r", lambda x: np.linalg.qr(x, mode="r"), R,
+     lambda t, T: T.linalg.qr(t, mode="reduced")[1]),
+    ("qr mode=r of a wide matrix", lambda x: np.linalg.qr(x[:2], mode="r"), R, None),
     ("svd hermitian=True U", lambda x: np.linalg.svd(x + x.T, hermitian=True)[0], E, None),
     ("svd hermitian=True Vh", lambda x: np.linalg.svd(x + x.T, hermitian=True).Vh, E, None),
     ("eigvalsh UPLO=L", lambda x: np.linalg.eigvalsh(x + SYM), M,
@@ -188,6 +192,7 @@ def test_the_committed_docs_list_what_the_tables_say():
     (lambda v: np.hstack([v, v], casting="no"), "casting="),
     (lambda v: np.histogram(v), "histogram.*requires grad"),
     (lambda v: np.convolve(v[0], v[1]), "convolve.*compose"),
+    (lambda v: np.linalg.qr(v, mode="raw"), "mode='raw'"),  # was read as a (Q, R) pair
 ])
 def test_unsupported_arguments_are_refused_by_name(call, argument):
     with pytest.raises(TypeError, match=argument):
