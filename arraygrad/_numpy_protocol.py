@@ -908,10 +908,21 @@ def _qr(a, mode="reduced"):
     return xp.linalg.qr(a, mode=mode)
 
 
+def _pinv(a, rcond=None, hermitian=False, rtol=None):
+    """``hermitian``: NumPy takes the SVD through ``eigh``, which reads the lower triangle."""
+    xp = _namespace_of([a])
+    a = xp.asarray(a)
+    return xp.linalg.pinv(_from_triangle(xp, a, "L") if hermitian else a,
+                          rtol=rtol if rtol is not None else rcond)
+
+
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """``hermitian`` lets NumPy use ``eigh``: the same singular values, and singular vectors
-    whose phases (signs) NumPy fixes its own way, which each pair is given (a constant)."""
+    """``hermitian``: NumPy computes it through ``eigh``, which reads the lower triangle, and
+    fixes the singular vectors' phases (signs) its own way, which each pair is given (a
+    constant)."""
     xp = a.__array_namespace__()
+    if hermitian:
+        a = _from_triangle(xp, a, "L")
     if not compute_uv:
         return xp.linalg.svdvals(a)
     result = xp.linalg.svd(a, full_matrices=full_matrices)
@@ -1298,8 +1309,7 @@ FUNCTIONS = {
     "linalg.eigvalsh": _eigvalsh, "linalg.cond": _cond, "linalg.lstsq": _lstsq,
     "linalg.multi_dot": _multi_dot, "linalg.tensorinv": _tensorinv,
     "linalg.tensorsolve": _tensorsolve,
-    "linalg.pinv": lambda a, rcond=None, hermitian=False, rtol=None: _namespace_of(
-        [a]).linalg.pinv(a, rtol=rtol if rtol is not None else rcond),  # hermitian: a method
+    "linalg.pinv": _pinv,
     "linalg.matrix_rank": lambda A, hermitian=False, rtol=None: _namespace_of(
         [A]).linalg.matrix_rank(A, rtol=rtol),
     **{f"linalg.{name}": _linalg(name) for name in (

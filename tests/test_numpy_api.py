@@ -86,8 +86,12 @@ CASES = [
     ("qr mode=r", lambda x: np.linalg.qr(x, mode="r"), R,
      lambda t, T: T.linalg.qr(t, mode="reduced")[1]),
     ("qr mode=r of a wide matrix", lambda x: np.linalg.qr(x[:2], mode="r"), R, None),
-    ("svd hermitian=True U", lambda x: np.linalg.svd(x + x.T, hermitian=True)[0], E, None),
+    # hermitian=True: NumPy goes through eigh, which reads the lower triangle only
+    ("svd hermitian=True U", lambda x: np.linalg.svd(x, hermitian=True)[0], E, None),
     ("svd hermitian=True Vh", lambda x: np.linalg.svd(x + x.T, hermitian=True).Vh, E, None),
+    ("svd hermitian=True compute_uv=False", lambda x: np.linalg.svd(
+        x, compute_uv=False, hermitian=True), E, None),
+    ("pinv hermitian=True", lambda x: np.linalg.pinv(x, hermitian=True), E, None),
     ("eigvalsh UPLO=L", lambda x: np.linalg.eigvalsh(x + SYM), M,
      lambda t, T: T.linalg.eigvalsh(_hermitian(T.tril(t + T.tensor(SYM))))),
     ("cov", lambda x: np.cov(x), R, lambda t, T: T.cov(t)),
