@@ -1311,7 +1311,8 @@ FUNCTIONS = {
     "linalg.tensorsolve": _tensorsolve,
     "linalg.pinv": _pinv,
     "linalg.matrix_rank": lambda A, hermitian=False, rtol=None: _namespace_of(
-        [A]).linalg.matrix_rank(A, rtol=rtol),
+        [A]).linalg.matrix_rank(_from_triangle(_namespace_of([A]), A, "L") if hermitian else A,
+                                rtol=rtol),  # hermitian: NumPy's eigvalsh reads one triangle
     **{f"linalg.{name}": _linalg(name) for name in (
         "det", "inv", "solve", "slogdet", "cholesky", "matrix_power", "svdvals", "eig",
         "eigvals", "cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "outer",

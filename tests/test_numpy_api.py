@@ -245,3 +245,10 @@ def test_eigh_upper_and_hermitian_svd_on_torch_give_numpys_vectors():
     u = np.linalg.svd(v + v.mT, hermitian=True)[0]
     np.testing.assert_allclose(u.detach().numpy(), np.linalg.svd(E + E.T, hermitian=True)[0],
                                atol=1e-12)
+
+
+def test_matrix_rank_hermitian_reads_the_lower_triangle_as_numpy():
+    a = np.array([[1.0, 5.0], [1.0, 1.0]])  # rank 2; the Hermitian matrix of its tril: 1
+    assert np.linalg.matrix_rank(a, hermitian=True) == 1 and np.linalg.matrix_rank(a) == 2
+    v = ag.Variable(a, requires_grad=True)
+    assert np.linalg.matrix_rank(v, hermitian=True) == np.linalg.matrix_rank(a, hermitian=True)
