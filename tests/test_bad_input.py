@@ -453,3 +453,15 @@ def test_a_dtype_outside_the_standard_is_named_a_dtype():
         ag.namespace("numpy").float16
     with pytest.raises(AttributeError, match="not a function of the Array API standard"):
         ag.namespace("numpy").polyfit
+
+
+@pytest.mark.parametrize("mode", ["r", "raw"])
+def test_a_backends_own_value_of_an_option_the_rule_reads_is_refused(mode):
+    """NumPy's qr takes mode="r" (R alone) and "raw" (LAPACK's reflectors): passed on, either
+    came back read as the standard's (Q, R) pair, two rows of R with a gradient, silently."""
+    x = ag.Variable(np.ones((3, 2)) + np.eye(3, 2), requires_grad=True)
+    with pytest.raises(ValueError, match=f"mode='{mode}' is not one of the standard's values"):
+        xp.linalg.qr(x, mode=mode)
+    with ag.no_grad(), pytest.raises(ValueError, match="standard's values"):
+        xp.linalg.qr(x.detach(), mode=mode)
+    assert xp.linalg.qr(x, mode="complete").Q.shape == (3, 3)
