@@ -378,10 +378,11 @@ _STANDARD_ONLY = {
 }
 
 
-# Options a rule reads whose other values a backend may take as its own extension, returning
-# something else (NumPy's qr: mode="r" gives R alone, "raw" LAPACK's reflectors), which would be
-# read as the standard's result: only the standard's values are passed on.
-_STANDARD_VALUES = {("linalg.qr", "mode"): ("reduced", "complete")}
+# Options whose other values a backend may take as its own extension, returning something else
+# (NumPy's qr: mode="r" gives R alone, "raw" LAPACK's reflectors; its pinv(hermitian=True) reads
+# one triangle, which the rule does not model): only the standard's values are passed on.
+_STANDARD_VALUES = {("linalg.qr", "mode"): ("reduced", "complete"),
+                    ("linalg.pinv", "hermitian"): (False,)}
 _VALUE_CHECKED = frozenset(key for _, key in _STANDARD_VALUES)
 
 

@@ -465,3 +465,13 @@ def test_a_backends_own_value_of_an_option_the_rule_reads_is_refused(mode):
     with ag.no_grad(), pytest.raises(ValueError, match="standard's values"):
         xp.linalg.qr(x.detach(), mode=mode)
     assert xp.linalg.qr(x, mode="complete").Q.shape == (3, 3)
+
+
+def test_pinv_hermitian_of_the_backend_is_refused():
+    """NumPy's pinv(hermitian=True) reads one triangle; the rule's gradient is of the whole
+    matrix: the value was NumPy's and the gradient another function's, silently
+    (np.linalg.pinv(v, hermitian=True) models the triangle, tests/test_numpy_api.py)."""
+    x = ag.Variable(np.eye(3) + np.triu(np.ones((3, 3))), requires_grad=True)
+    with pytest.raises(ValueError, match="hermitian=True is not one of the standard's values"):
+        xp.linalg.pinv(x, hermitian=True)
+    assert xp.linalg.pinv(x, hermitian=False).shape == (3, 3)
