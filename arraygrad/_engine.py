@@ -119,9 +119,15 @@ class Node:
             self.saved = _FREED
         g = grads[0] if self.n_outputs == 1 else self._output_grads(grads, xp)
         results = run_vjps(rule, xp, g, saved, self.params, self.inputs)
-        for i, grad in enumerate(results):
+        plain, meta = backend._plain_types, self.meta
+        for i, grad in enumerate(results):  # fitted to the inputs' shapes and dtypes
             if grad is not None and self.inputs[i] is not None:
-                results[i] = self._fitted(xp, grad, i)
+                if grad.__class__ not in plain:  # numpy.float64 from 0-d arithmetic
+                    grad = backend.coerce(grad)
+                shape, dtype = meta[i]
+                if grad.shape != shape or grad.dtype != dtype:
+                    grad = fit(xp, grad, shape, dtype, rule.display, i)
+                results[i] = grad
         return results
 
     def _output_grads(self, grads, xp):
@@ -134,14 +140,6 @@ class Node:
         return tuple(xp.zeros(self.meta[inputs + i][0], dtype=self.meta[inputs + i][1],
                               device=device) if grad is None else grad
                      for i, grad in enumerate(grads))
-
-    def _fitted(self, xp, grad, i):
-        if type(grad) not in self.backend._plain_types:  # numpy.float64 from 0-d arithmetic
-            grad = self.backend.coerce(grad)
-        shape, dtype = self.meta[i]
-        if grad.shape != shape or grad.dtype != dtype:
-            grad = fit(xp, grad, shape, dtype, self.rule.display, i)
-        return grad
 
     def _cannot_run(self):
         rule = self.rule

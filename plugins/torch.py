@@ -16,11 +16,13 @@ from . import _torch_fixes
 def _namespace():
     import array_api_compat.torch
 
+    from . import _torch_fast  # (imports torch: when the backend is first used)
+
     # array-api-compat lists devices by probing every device type, and torch >= 2.9 warns
     # that one of them ('mkldnn') is deprecated: that warning is not the user's concern.
     warnings.filterwarnings("ignore", message="'mkldnn' is no longer used as device type",
                             category=UserWarning)
-    return array_api_compat.torch
+    return _torch_fast.Namespace(array_api_compat.torch)
 
 
 def _to_numpy(array):

@@ -186,3 +186,33 @@ def test_a_tensor_that_torch_itself_tracks_is_refused():
     y = x * tracked.detach()
     xp.sum(y).backward()
     assert torch.equal(x.grad.data, torch.ones(3, dtype=torch.float64))
+
+
+def test_two_argument_functions_call_torch_directly_only_where_the_compat_wrapper_changes_nothing():
+    """plugins/_torch_fast: torch's own function for two tensors of one dtype or a tensor and a
+    Python number it takes; array-api-compat's wrapper (its promotion fixes) otherwise."""
+    import array_api_compat.torch as compat
+
+    raw = ag.namespace(NAME)._backend.raw
+    assert raw.multiply.__wrapped__ is torch.multiply
+    calls = []
+    real = raw.multiply.__closure__  # the direct path calls the cell holding torch.multiply
+    spy = lambda a, b: calls.append(1) or torch.multiply(a, b)  # noqa: E731
+    for cell in real:
+        if cell.cell_contents is torch.multiply:
+            cell.cell_contents = spy
+    try:
+        a = torch.arange(3, dtype=torch.float64)
+        assert torch.equal(raw.multiply(a, a), a * a) and calls == [1]
+        assert torch.equal(raw.multiply(a, 2.5), a * 2.5) and calls == [1, 1]
+        # a 0-d float64 times float32: the standard's float64, which torch alone would downcast
+        mixed = raw.multiply(torch.asarray(2.0, dtype=torch.float64), a.to(torch.float32))
+        assert mixed.dtype == torch.float64 == compat.multiply(
+            torch.asarray(2.0, dtype=torch.float64), a.to(torch.float32)).dtype
+        assert calls == [1, 1]  # not through the direct path
+    finally:
+        for cell in real:
+            if cell.cell_contents is spy:
+                cell.cell_contents = torch.multiply
+    # maximum takes no Python number in torch: the wrapper makes a tensor of it
+    assert torch.equal(raw.maximum(torch.tensor([1.0, 3.0]), 2.0), torch.tensor([2.0, 3.0]))
