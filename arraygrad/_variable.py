@@ -16,7 +16,7 @@ from . import _checks, _engine, _grad_mode, _views
 from ._buffers import take
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, InplaceError
-from ._methods import NOT_ATTRIBUTES, ArrayMethods
+from ._methods import NOT_ATTRIBUTES, ArrayMethods, ElementCount
 
 _volatile_warned = False  # the constructor's volatile= warning, given once
 _volatile_read_warned = False  # reading Variable.volatile, warned once
@@ -376,15 +376,16 @@ class Variable(ArrayMethods):
 
     @property
     def size(self):
-        """The number of elements, an ``int`` (the standard's attribute: torch's ``y.size()``
-        is ``y.shape`` here); None where the backend does not know a length yet (dask)."""
+        """The number of elements, an ``int`` (the standard's attribute); None where the
+        backend does not know a length yet (dask). Called as torch's ``y.size()``, it gives
+        the shape on the torch backend, and elsewhere says to write ``y.shape``."""
         # From the shape: dask's unknown sizes are nan.
         size = 1
         for n in self._values.shape:
             if n is None or n != n:
                 return None
             size *= n
-        return size
+        return ElementCount(size, self)
 
     @property
     def T(self):
