@@ -1106,7 +1106,15 @@ METHODS = {
     # zero_() and fill_(value), in place as every name ending in "_"
     "zero": lambda xp, input: xp.zeros_like(input),
     "fill": lambda xp, input, value: xp.zeros_like(input) + value,
+    "copy": lambda xp, input, src, non_blocking=False: xp.astype(
+        xp.broadcast_to(src, tuple(input.shape)), input.dtype),
 }
+# The methods that change a tensor in place (x.add_(y)), each the result of its entry without
+# the "_" taken by the Variable (copy-on-write, recorded); on another backend, a hint.
+IN_PLACE = ("add", "sub", "mul", "div", "pow", "clamp", "clamp_min", "clamp_max", "fill",
+            "copy", "exp", "log", "sqrt", "abs", "neg", "sigmoid", "tanh", "relu", "sin", "cos",
+            "masked_fill", "lerp", "addmm", "unsqueeze", "squeeze", "t", "transpose", "floor",
+            "ceil", "round", "reciprocal", "square")
 # Tensor's operators: x + v with x a tensor comes here as Tensor.__add__.
 _OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
               "div": "divide", "floordiv": "floor_divide", "mod": "remainder", "pow": "pow",
@@ -1148,9 +1156,9 @@ TORCH_METHODS = ("sum", "prod", "mean", "max", "min", "std", "var", "norm", "fla
 
 # ------------------------------------------------------------------------------ dispatch
 _names: dict = {}
-"""{torch function or method: its name in the tables (``"nn.functional.relu"``,
+"""{torch function or method: its names in the tables (``"nn.functional.relu"``,
 ``"Tensor.view"``)}, read from torch's modules the first time a torch function meets a
-Variable."""
+Variable (one function may have several: ``torch.mm`` is ``torch.dsmm`` too)."""
 
 
 def _name(func):
@@ -1163,16 +1171,18 @@ def _name(func):
                 module = vars(sys.modules[module_name])
             for name, value in module.items():
                 try:
-                    _names.setdefault(value, prefix + name)
+                    _names.setdefault(value, []).append(prefix + name)
                 except TypeError:  # unhashable
                     continue
-    name = _names.get(func)
-    if name is None:
-        module = getattr(func, "__module__", None) or ""
-        qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-        name = (qualname if not module or module == "torch" or module.startswith("torch._C")
-                else f"{module.removeprefix('torch.')}.{qualname}")
-    return name
+    names = _names.get(func)
+    if names:
+        own = getattr(func, "__name__", None)
+        return next((n for n in names if entry(n) is not None),
+                    next((n for n in names if n.rpartition(".")[2] == own), names[0]))
+    module = getattr(func, "__module__", None) or ""
+    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    return (qualname if not module or module == "torch" or module.startswith("torch._C")
+            else f"{module.removeprefix('torch.')}.{qualname}")
 
 
 def entry(name):
@@ -1301,5 +1311,5 @@ def method(variable, name):
 
 def method_names():
     """The Tensor methods the tables cover, by name (for the methods a Variable lacks)."""
-    names = set(METHODS) | set(FUNCTIONS)
+    names = set(METHODS) | set(FUNCTIONS) | {name + "_" for name in IN_PLACE}
     return sorted(n for n in names if not n.startswith("__"))
