@@ -33,17 +33,18 @@ SAME = {
     "absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
     "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh", "arctan2": "atan2",
     "neg": "negative", "fix": "trunc", "mul": "multiply", "true_divide": "divide",
-    "pow": "pow", "float_power": "pow", "eq": "equal", "ne": "not_equal", "not_equal": "not_equal",
+    "eq": "equal", "ne": "not_equal", "not_equal": "not_equal",
     "lt": "less", "less": "less", "le": "less_equal", "less_equal": "less_equal",
     "gt": "greater", "greater": "greater", "ge": "greater_equal",
     "greater_equal": "greater_equal", "bitwise_not": "bitwise_invert", "conj_physical": "conj",
     "resolve_conj": "positive", "resolve_neg": "positive", "positive": "positive",
     "fmax": "maximum", "fmin": "minimum",
 }
+BINARY_SPECIAL = {"gammainc", "gammaincc"}
 BINARY = {"atan2", "maximum", "minimum", "hypot", "copysign", "logaddexp", "nextafter",
           "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
           "remainder", "multiply", "divide", "subtract", "floor_divide", "matmul",
-          "bitwise_left_shift", "bitwise_right_shift", "xlogy", "pow", "equal", "not_equal",
+          "bitwise_left_shift", "bitwise_right_shift", "xlogy", "equal", "not_equal",
           "less", "less_equal", "greater", "greater_equal"}
 
 # torch's name -> the namespace's special function (torch.special, and torch's aliases).
@@ -66,7 +67,26 @@ def _unary(standard):
 
 
 def _binary(standard):
-    return lambda xp, input, other: _xp(xp, standard)(input, other)
+    if standard in _STANDARD_BINARY:
+        return lambda xp, input, other: _xp(xp, standard)(input, other)
+    return lambda xp, input, other: _xp(xp, standard)(*_arrays(xp, input, other))
+
+
+_STANDARD_BINARY = {"atan2", "maximum", "minimum", "hypot", "copysign", "logaddexp", "nextafter",
+                    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+                    "bitwise_xor", "remainder", "multiply", "divide", "subtract",
+                    "floor_divide", "matmul", "bitwise_left_shift", "bitwise_right_shift",
+                    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+                    "add", "pow"}
+
+
+def _arrays(xp, *operands):
+    """Python numbers among ``operands`` as arrays of the others' floating dtype: functions
+    outside the standard (xlogy, the special functions) need arrays."""
+    like = next(o for o in operands if _is_array(o))
+    dtype = like.dtype if xp.isdtype(like.dtype, "real floating") else xp.float64
+    return [o if _is_array(o) else xp.asarray(o, dtype=dtype, device=like.device)
+            for o in operands]
 
 
 def _dims(dim):
@@ -207,6 +227,101 @@ def _addmm(xp, input, mat1, mat2, *, beta=1, alpha=1):
     return (input if beta == 1 else beta * input) + (product if alpha == 1 else alpha * product)
 
 
+def _addmv(xp, input, mat, vec, *, beta=1, alpha=1):
+    return _addmm(xp, input, mat, vec, beta=beta, alpha=alpha)
+
+
+def _baddbmm(xp, input, batch1, batch2, *, beta=1, alpha=1):
+    return _addmm(xp, input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def _addcmul(xp, input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 * tensor2
+
+
+def _addcdiv(xp, input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 / tensor2
+
+
+def _pow(xp, input, exponent):
+    return xp.pow(input, exponent)
+
+
+def _float_power(xp, input, exponent):
+    return xp.pow(xp.astype(xp.asarray(input), xp.float64), exponent)
+
+
+def _at_least(ndim):
+    """``atleast_1d``/``2d``/``3d``: torch's shapes, (N,) -> (1, N) -> (1, N, 1), (M, N) ->
+    (M, N, 1)."""
+    def shape(t):
+        shape = tuple(t.shape)
+        return {0: (1,) * ndim, 1: (1,) * (ndim > 1) + shape + (1,) * (ndim > 2),
+                2: shape + (1,) * (ndim > 2)}.get(len(shape), shape)
+
+    def at_least(xp, *tensors):
+        arrays = [xp.reshape(t, shape(t)) for t in _sizes(tensors)]
+        return arrays[0] if len(arrays) == 1 else tuple(arrays)
+    return at_least
+
+
+def _heaviside(xp, input, values):
+    return xp.where(input > 0, 1.0, xp.where(input < 0, 0.0, values + xp.zeros_like(input)))
+
+
+def _nan_to_num(xp, input, nan=0.0, posinf=None, neginf=None):
+    info = xp.finfo(input.dtype)
+    result = xp.where(xp.isnan(input), nan, input)
+    result = xp.where(result == math.inf, info.max if posinf is None else posinf, result)
+    return xp.where(result == -math.inf, info.min if neginf is None else neginf, result)
+
+
+def _rot90(xp, input, k=1, dims=(0, 1)):
+    k %= 4
+    first, second = dims
+    if k == 0:
+        return input
+    if k == 2:
+        return xp.flip(input, axis=(first, second))
+    return _transpose(xp, xp.flip(input, axis=second if k == 1 else first), first, second)
+
+
+def _logdet(xp, input):
+    sign, logabsdet = xp.linalg.slogdet(input)
+    return xp.where(sign > 0, logabsdet, math.nan)
+
+
+def _aminmax(xp, input, *, dim=None, keepdim=False):
+    return _torch().return_types.aminmax((xp.min(input, axis=dim, keepdims=keepdim),
+                                          xp.max(input, axis=dim, keepdims=keepdim)))
+
+
+def _logcumsumexp(xp, input, dim):
+    top = xp.max(input, axis=dim, keepdims=True)
+    top = xp.where(xp.isfinite(top), top, 0.0)
+    return xp.log(xp.cumulative_sum(xp.exp(input - top), axis=dim)) + top
+
+
+def _cdist(xp, x1, x2, p=2.0, compute_mode=None):
+    return xp.linalg.vector_norm(x1[..., :, None, :] - x2[..., None, :, :], ord=p, axis=-1)
+
+
+def _block_diag(xp, *tensors):
+    matrices = [xp.reshape(t, (1, -1)) if t.ndim < 2 else t for t in tensors]
+    columns = sum(m.shape[1] for m in matrices)
+    rows, start = [], 0
+    for m in matrices:
+        rows.append(xp.pad(m, ((0, 0), (start, columns - start - m.shape[1]))))
+        start += m.shape[1]
+    return xp.concat(rows, axis=0)
+
+
+def _angle(xp, input):
+    if xp.isdtype(input.dtype, "complex floating"):
+        return xp.atan2(xp.imag(input), xp.real(input))
+    return xp.where(input < 0, math.pi, xp.where(xp.isnan(input), input, 0.0))
+
+
 def _lerp(xp, input, end, weight):
     return input + weight * (end - input)
 
@@ -223,8 +338,8 @@ def _round(xp, input, *, decimals=0):
 
 
 def _logit(xp, input, eps=None):
-    if eps is not None:
-        input = xp.clip(input, eps, 1 - eps)
+    if eps is not None:  # as torch's kernel: x < eps gives eps, then x > 1 - eps gives 1 - eps
+        input = xp.where(input < eps, eps, xp.where(input > 1 - eps, 1 - eps, input))
     return xp.log(input) - xp.log1p(-input)
 
 
@@ -250,9 +365,8 @@ def _logsumexp(xp, input, dim, keepdim=False):
 
 def _softmax(standard, negate=False):
     def softmax(xp, input, dim=None, _stacklevel=3, dtype=None):
-        if dim is None:
-            raise TypeError(f"{standard}() needs dim= (torch's implicit choice of a dimension "
-                            "is deprecated): pass the axis of the classes")
+        if dim is None:  # torch's implicit choice (deprecated there, with a warning)
+            dim = 0 if input.ndim in (0, 1, 3) else 1
         x = input if dtype is None else xp.astype(input, dtype)
         return _xp(xp, standard)(-x if negate else x, axis=dim)
     return softmax
@@ -424,23 +538,20 @@ def _repeat_interleave(xp, input, repeats, dim=None, *, output_size=None):
 def _diag(xp, input, diagonal=0):
     if input.ndim == 2:
         return xp.linalg.diagonal(input, offset=diagonal)
-    n, k = input.shape[0], abs(diagonal)
-    placed = xp.eye(n + k, k=diagonal, dtype=input.dtype, device=input.device)
-    padded = xp.concat([input, xp.zeros(k, dtype=input.dtype, device=input.device)])
-    return placed * (padded[:, None] if diagonal >= 0 else padded[None, :])
+    return _diag_embed(xp, input, diagonal)
+
+
+def _diag_embed(xp, input, offset=0, dim1=-2, dim2=-1):
+    """The last axis of ``input`` placed on diagonal ``offset`` of new axes dim1, dim2."""
+    k = abs(offset)
+    placed = xp.eye(input.shape[-1] + k, k=offset, dtype=input.dtype, device=input.device)
+    padded = xp.pad(input, ((0, 0),) * (input.ndim - 1) + ((0, k),))
+    result = placed * (padded[..., :, None] if offset >= 0 else padded[..., None, :])
+    return xp.moveaxis(result, (-2, -1), (dim1, dim2))
 
 
 def _diagonal(xp, input, offset=0, dim1=0, dim2=1):
     return xp.linalg.diagonal(xp.moveaxis(input, (dim1, dim2), (-2, -1)), offset=offset)
-
-
-def _diag_embed(xp, input, offset=0, dim1=-2, dim2=-1):
-    n = input.shape[-1]
-    eye = xp.eye(n, dtype=input.dtype, device=input.device)
-    if offset or (dim1, dim2) != (-2, -1):
-        raise NotImplementedError("torch.diag_embed() is covered with offset=0, dim1=-2, "
-                                  "dim2=-1 only")
-    return input[..., None] * eye
 
 
 def _trace(xp, input):
@@ -502,7 +613,9 @@ def _tensordot(xp, a, b, dims=2, out=None):
 
 
 def _cross(xp, input, other, dim=None):
-    return xp.linalg.cross(input, other, axis=-1 if dim is None else dim)
+    if dim is None:  # torch's default: the first axis of length 3
+        dim = next((i for i, n in enumerate(input.shape) if n == 3), -1)
+    return xp.linalg.cross(input, other, axis=dim)
 
 
 def _inner(xp, input, other):
@@ -957,21 +1070,35 @@ def _cross_entropy(xp, input, target, weight=None, size_average=None, ignore_ind
 FUNCTIONS = {
     **{name: (_binary if standard in BINARY else _unary)(standard)
        for name, standard in SAME.items()},
-    **{name: _unary("special." + standard) for name, standard in SPECIAL.items()},
-    "xlog1py": _binary("special.xlog1py"),
+    **{name: (_binary if standard in BINARY_SPECIAL else _unary)("special." + standard)
+       for name, standard in SPECIAL.items()},
+    "xlog1py": _binary("special.xlog1py"), "xlogy": _binary("xlogy"),
     "add": _add, "sub": _sub, "subtract": _sub, "div": _div, "divide": _div,
     "fmod": lambda xp, input, other: input - xp.trunc(input / other) * other,
     "clamp": _clamp, "clip": _clamp,
     "clamp_min": lambda xp, input, min: xp.clip(input, min, None),
     "clamp_max": lambda xp, input, max: xp.clip(input, None, max),
+    "pow": _pow, "float_power": _float_power, "addcmul": _addcmul, "addcdiv": _addcdiv,
+    "atleast_1d": _at_least(1), "atleast_2d": _at_least(2), "atleast_3d": _at_least(3),
+    "heaviside": _heaviside, "nan_to_num": _nan_to_num, "rot90": _rot90, "logdet": _logdet,
+    "aminmax": _aminmax, "logcumsumexp": _logcumsumexp, "cdist": _cdist,
+    "block_diag": _block_diag, "sgn": _unary("sign"), "negative": _unary("negative"),
+    "square": _unary("square"), "column_stack": lambda xp, tensors: xp.concat(
+        [t if t.ndim == 2 else xp.reshape(t, (-1, 1)) for t in tensors], axis=1),
+    "dstack": lambda xp, tensors: xp.concat([_at_least(3)(xp, t) for t in tensors], axis=2),
+    "matrix_power": lambda xp, input, n: xp.linalg.matrix_power(input, n),
+    "det": _unary("linalg.det"), "inverse": _unary("linalg.inv"),
+    "slogdet": lambda xp, input: _torch().return_types.slogdet(xp.linalg.slogdet(input)),
+    "pinverse": lambda xp, input, rcond=1e-15: xp.linalg.pinv(input, rtol=rcond),
+    "cholesky": lambda xp, input, upper=False: xp.linalg.cholesky(input, upper=upper),
+    "logaddexp": _binary("logaddexp"), "softplus": _softplus, "relu6": _relu6,
     "lerp": _lerp, "rsqrt": _rsqrt, "round": _round, "logit": _logit, "frac": _frac,
     "exp2": _exp2, "polygamma": _polygamma, "mvlgamma": _mvlgamma, "multigammaln": _mvlgamma,
     "deg2rad": lambda xp, input: input * (math.pi / 180),
     "rad2deg": lambda xp, input: input * (180 / math.pi),
     "logaddexp2": lambda xp, input, other: xp.logaddexp(
         input * math.log(2), other * math.log(2)) / math.log(2),
-    "square": _unary("square"), "angle": lambda xp, input: xp.atan2(xp.imag(input),
-                                                                    xp.real(input)),
+    "angle": _angle,
     # reductions
     "sum": _reduce("sum"), "mean": _reduce("mean"), "prod": _reduce("prod"),
     "nansum": lambda xp, input, dim=None, keepdim=False, *, dtype=None: _reduce("sum")(
@@ -988,10 +1115,11 @@ FUNCTIONS = {
     "softmax": _softmax("softmax"), "log_softmax": _softmax("log_softmax"),
     "softmin": _softmax("softmax", negate=True),
     # products
-    "mm": _matrices("mm", 2, 2), "bmm": _matrices("bmm", 3, 3), "mv": _matrices("mv", 2, 1),
+    "mm": _matrices("mm", 2, 2), "bmm": _matrices("bmm", 3, 3),
+    "mv": lambda xp, input, vec: _matrices("mv", 2, 1)(xp, input, vec),
     "dot": _matrices("dot", 1, 1), "vdot": _vdot, "inner": _inner, "outer": _outer,
     "ger": _outer, "einsum": _einsum, "tensordot": _tensordot, "addmm": _addmm,
-    "addmv": _addmm, "baddbmm": _addmm, "cross": _cross, "trace": _trace, "diag": _diag,
+    "addmv": _addmv, "baddbmm": _baddbmm, "cross": _cross, "trace": _trace, "diag": _diag,
     "diagonal": _diagonal, "diag_embed": _diag_embed, "tril": _tril, "triu": _triu,
     "kron": lambda xp, input, other: xp.reshape(
         input[:, None, :, None] * other[None, :, None, :],
@@ -1053,17 +1181,25 @@ NN_FUNCTIONAL = {
     "kl_div": _kl_div, "nll_loss": _nll_loss, "cross_entropy": _cross_entropy,
     "poisson_nll_loss": _poisson_nll_loss, "margin_ranking_loss": _margin_ranking_loss,
 }
-FUNCTIONS.update(sigmoid=_sigmoid, dropout=_dropout, embedding=_embedding, layer_norm=_layer_norm,
-                 batch_norm=_batch_norm, cosine_similarity=_cosine_similarity,
-                 pairwise_distance=_pairwise_distance, bilinear=_bilinear,
-                 kl_div=_kl_div, poisson_nll_loss=_poisson_nll_loss,
-                 margin_ranking_loss=_margin_ranking_loss)
+# (torch.layer_norm, torch.batch_norm, torch.embedding, torch.kl_div... take other arguments
+# than F's functions of the same name, in another order: they have no entry.)
+FUNCTIONS.update(sigmoid=_sigmoid, dropout=_dropout, cosine_similarity=_cosine_similarity,
+                 pairwise_distance=_pairwise_distance, bilinear=_bilinear)
+
+def _pinv(xp, A, rcond=None, hermitian=False, *, atol=None, rtol=None):
+    if atol is not None:
+        raise TypeError("torch.linalg.pinv(atol=...) is not supported on Variables: give "
+                        "rtol= (relative to the largest singular value)")
+    rtol = rtol if rtol is not None else rcond
+    return xp.linalg.pinv(A) if rtol is None else xp.linalg.pinv(A, rtol=rtol)
+
 
 # torch.linalg (where not the function of the same name above).
 LINALG = {
     **{name: _unary("linalg." + name) for name in (
-        "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svdvals", "pinv",
-        "eigvals", "eig")},
+        "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svdvals", "eigvals",
+        "eig")},
+    "pinv": _pinv,
     "solve": lambda xp, A, B, *, left=True: xp.linalg.solve(A, B) if left else
     xp.matrix_transpose(xp.linalg.solve(xp.matrix_transpose(A), xp.matrix_transpose(B))),
     "cholesky": lambda xp, A, *, upper=False: xp.linalg.cholesky(A, upper=upper),
@@ -1114,7 +1250,10 @@ METHODS = {
 IN_PLACE = ("add", "sub", "mul", "div", "pow", "clamp", "clamp_min", "clamp_max", "fill",
             "copy", "exp", "log", "sqrt", "abs", "neg", "sigmoid", "tanh", "relu", "sin", "cos",
             "masked_fill", "lerp", "addmm", "unsqueeze", "squeeze", "t", "transpose", "floor",
-            "ceil", "round", "reciprocal", "square")
+            "ceil", "round", "reciprocal", "square", "addcmul", "addcdiv", "leaky_relu",
+            "hardtanh", "elu", "clip", "atan2", "remainder", "fmod", "float", "sign", "trunc",
+            "frac", "rsqrt", "log1p", "expm1", "logit", "erf", "lerp", "index_fill",
+            "masked_scatter", "where")
 # Tensor's operators: x + v with x a tensor comes here as Tensor.__add__.
 _OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
               "div": "divide", "floordiv": "floor_divide", "mod": "remainder", "pow": "pow",
@@ -1181,6 +1320,8 @@ def _name(func):
                     next((n for n in names if n.rpartition(".")[2] == own), names[0]))
     module = getattr(func, "__module__", None) or ""
     qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    if qualname.startswith("_VariableFunctionsClass."):  # torch.atleast_1d's own kernel
+        return qualname.partition(".")[2]
     return (qualname if not module or module == "torch" or module.startswith("torch._C")
             else f"{module.removeprefix('torch.')}.{qualname}")
 
