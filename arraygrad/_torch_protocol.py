@@ -63,12 +63,14 @@ def _xp(xp, name):
 
 
 def _unary(standard):
-    return lambda xp, input: _xp(xp, standard)(input)
+    if "." in standard:
+        return lambda xp, input: _xp(xp, standard)(input)
+    return lambda xp, input: getattr(xp, standard)(input)
 
 
 def _binary(standard):
     if standard in _STANDARD_BINARY:
-        return lambda xp, input, other: _xp(xp, standard)(input, other)
+        return lambda xp, input, other: getattr(xp, standard)(input, other)
     return lambda xp, input, other: _xp(xp, standard)(*_arrays(xp, input, other))
 
 
@@ -1372,12 +1374,21 @@ def is_torch(backend) -> bool:
     return answer
 
 
+_names_seen: dict = {}
+"""{torch function: its name in the tables}, for the functions met so far (``_name`` reads
+torch's modules; a call looks its function up once)."""
+
+
 def torch_function(func, args, kwargs):
     """``func(*args, **kwargs)``, a torch function or Tensor method that met a Variable,
     recorded through the namespace of its Variables."""
-    name = _name(func)
-    variables = list(_variables(list(args) + list(kwargs.values())))
-    backend = variables[0]._backend
+    name = _names_seen.get(func)
+    if name is None:
+        name = _names_seen[func] = _name(func)
+    first = args[0] if args else None
+    backend = getattr(first, "_backend", None) if hasattr(first, "_inplace_assign") else None
+    if backend is None:  # the Variable is further on (tensor + v, torch.cat([t, v]))
+        backend = next(_variables(list(args) + list(kwargs.values())))._backend
     if not is_torch(backend):
         raise TypeError(
             f"{_spelled(name)} was called with a Variable of backend {backend.name!r}: torch "
@@ -1387,28 +1398,43 @@ def torch_function(func, args, kwargs):
     return call(backend.ns, name, args, kwargs)
 
 
-def call(xp, name, args, kwargs):
-    """The table's entry for torch's ``name`` applied to torch's ``args`` and ``kwargs``."""
+_resolved: dict = {}
+"""{name: (entry, whether in place)}, for the names called so far."""
+
+
+def _resolve(name):
     in_place = name.endswith("_") and not name.endswith("__")
     implementation = entry(name[:-1] if in_place else name)
     if implementation is None:
         raise unsupported(name)
-    kwargs = dict(kwargs)
-    if kwargs.get("out") is not None:
-        raise TypeError(f"{_spelled(name)}(out=...) is not supported on Variables: a recorded "
-                        "result is a new Variable, so assign it (y = torch.f(x))")
-    kwargs.pop("out", None)
-    in_place = kwargs.pop("inplace", False) or in_place
-    parameters = _signature(implementation).parameters
-    for alias, torch_name in (("axis", "dim"), ("keepdims", "keepdim"), ("x", "input")):
-        if alias in kwargs and alias not in parameters and torch_name in parameters:
-            kwargs[torch_name] = kwargs.pop(alias)
+    _resolved[name] = (implementation, in_place)
+    return implementation, in_place
+
+
+def call(xp, name, args, kwargs):
+    """The table's entry for torch's ``name`` applied to torch's ``args`` and ``kwargs``."""
+    implementation, in_place = _resolved.get(name) or _resolve(name)
+    if kwargs:
+        kwargs = dict(kwargs)
+        if kwargs.get("out") is not None:
+            raise TypeError(f"{_spelled(name)}(out=...) is not supported on Variables: a "
+                            "recorded result is a new Variable, so assign it "
+                            "(y = torch.f(x))")
+        kwargs.pop("out", None)
+        in_place = kwargs.pop("inplace", False) or in_place
+        parameters = _signature(implementation).parameters
+        for alias, torch_name in (("axis", "dim"), ("keepdims", "keepdim"), ("x", "input")):
+            if alias in kwargs and alias not in parameters and torch_name in parameters:
+                kwargs[torch_name] = kwargs.pop(alias)
     try:
-        _signature(implementation).bind(xp, *args, **kwargs)
-    except TypeError as exc:
-        raise TypeError(f"{_spelled(name)}(): {exc} (arraygrad takes torch's arguments: "
-                        f"{_described(implementation)})") from None
-    result = implementation(xp, *args, **kwargs)
+        result = implementation(xp, *args, **kwargs)
+    except TypeError:
+        try:  # arguments the entry does not take: say so with torch's names
+            _signature(implementation).bind(xp, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{_spelled(name)}(): {exc} (arraygrad takes torch's arguments: "
+                            f"{_described(implementation)})") from None
+        raise
     if in_place:
         target = args[0] if args else kwargs.get("input")
         if not hasattr(target, "_inplace_assign"):
@@ -1439,13 +1465,16 @@ def _described(implementation):
 def method(variable, name):
     """``variable.name`` as torch's Tensor method of that name, for a Variable of the torch
     backend (None where the tables have no such method)."""
-    if entry("Tensor." + name) is None and not (
-            name.endswith("_") and entry("Tensor." + name[:-1]) is not None):
-        return None
+    qualified = "Tensor." + name
+    if qualified not in _resolved:
+        try:
+            _resolve(qualified)
+        except TypeError:
+            return None
     xp = variable._backend.ns
 
     def bound(*args, **kwargs):
-        return call(xp, "Tensor." + name, (variable, *args), kwargs)
+        return call(xp, qualified, (variable, *args), kwargs)
     bound.__name__ = name
     return bound
 
