@@ -14,6 +14,7 @@ left the graph. ``docs/interop.md`` lists what is covered, generated from these 
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import sys
 
@@ -929,6 +930,131 @@ def _pad(xp, input, pad, mode="constant", value=None):
     return xp.pad(input, tuple(widths), constant_values=0.0 if value is None else value)
 
 
+# ------------------------------------------- torch.nn.functional: convolutions and pooling
+# Sliding windows taken by strided slices (one per kernel offset) and stacked: each window is
+# a recorded slice, so convolutions and pools need no rule of their own.
+def _tuple(value, d):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * d
+
+
+def _windows(xp, input, kernel, stride, padding, dilation, fill=0.0):
+    """``input`` (N, C, *spatial) as (N, C, *out, prod(kernel)): its windows, padded with
+    ``fill`` by ``padding``, a (before, after) pair per spatial axis."""
+    d = len(kernel)
+    if any(p for pair in padding for p in pair):
+        input = xp.pad(input, ((0, 0),) * (input.ndim - d) + tuple(padding),
+                       constant_values=fill)
+    out = [(n - dil * (k - 1) - 1) // st + 1
+           for n, k, st, dil in zip(input.shape[-d:], kernel, stride, dilation)]
+    if any(n <= 0 for n in out):
+        raise ValueError(f"the kernel {tuple(kernel)} (dilation {tuple(dilation)}) is larger "
+                         f"than the padded input, of spatial shape {tuple(input.shape[-d:])}")
+    windows = []
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        key = (Ellipsis,) + tuple(slice(o * dil, o * dil + st * (m - 1) + 1, st)
+                                  for o, dil, st, m in zip(offsets, dilation, stride, out))
+        windows.append(input[key])
+    return xp.stack(windows, axis=-1)
+
+
+def _pads(padding, kernel, dilation):
+    """torch's ``padding`` (an int, a tuple, 'valid' or 'same') as (before, after) pairs."""
+    if padding == "valid":
+        return ((0, 0),) * len(kernel)
+    if padding == "same":  # torch puts the odd one after
+        totals = [dil * (k - 1) for k, dil in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in totals)
+    return tuple((p, p) for p in _tuple(padding, len(kernel)))
+
+
+def _conv(d):
+    def conv(xp, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        unbatched = input.ndim == d + 1
+        x = input[None] if unbatched else input
+        kernel = tuple(weight.shape[2:])
+        dilation = _tuple(dilation, d)
+        windows = _windows(xp, x, kernel, _tuple(stride, d), _pads(padding, kernel, dilation),
+                           dilation)  # (N, C, *out, K)
+        channels, out_channels = x.shape[1], weight.shape[0]
+        per_group, out_per_group = channels // groups, out_channels // groups
+        results = []
+        for g in range(groups):
+            part = windows[:, g * per_group:(g + 1) * per_group]
+            part = xp.moveaxis(part, 1, -2)  # (N, *out, C, K)
+            part = xp.reshape(part, tuple(part.shape[:-2]) + (-1,))
+            w = xp.reshape(weight[g * out_per_group:(g + 1) * out_per_group],
+                           (out_per_group, -1))
+            results.append(xp.matmul(part, xp.matrix_transpose(w)))  # (N, *out, O/g)
+        result = results[0] if groups == 1 else xp.concat(results, axis=-1)
+        result = xp.moveaxis(result, -1, 1)
+        if bias is not None:
+            result = result + xp.reshape(bias, (-1,) + (1,) * d)
+        return result[0] if unbatched else result
+    return conv
+
+
+def _pool(d, reduce):
+    def pool(xp, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+             return_indices=False):
+        if ceil_mode or return_indices:
+            raise TypeError(f"max_pool{d}d() with ceil_mode=True or return_indices=True is "
+                            "not supported on Variables: pad the input, or use argmax on the "
+                            "windows for the indices")
+        kernel = _tuple(kernel_size, d)
+        stride = kernel if stride is None or stride == [] else _tuple(stride, d)
+        unbatched = input.ndim == d + 1
+        x = input[None] if unbatched else input
+        windows = _windows(xp, x, kernel, stride, _pads(padding, kernel, (1,) * d),
+                           _tuple(dilation, d), fill=-math.inf)
+        result = xp.max(windows, axis=-1)
+        return result[0] if unbatched else result
+    return pool
+
+
+def _avg_pool(d):
+    def pool(xp, input, kernel_size, stride=None, padding=0, ceil_mode=False,
+             count_include_pad=True, divisor_override=None):
+        if ceil_mode:
+            raise TypeError(f"avg_pool{d}d(ceil_mode=True) is not supported on Variables: "
+                            "pad the input")
+        kernel = _tuple(kernel_size, d)
+        stride = kernel if stride is None or stride == [] else _tuple(stride, d)
+        pads = _pads(padding, kernel, (1,) * d)
+        unbatched = input.ndim == d + 1
+        x = input[None] if unbatched else input
+        total = xp.sum(_windows(xp, x, kernel, stride, pads, (1,) * d), axis=-1)
+        if divisor_override:
+            result = total / divisor_override
+        elif count_include_pad or not any(p for pair in pads for p in pair):
+            result = total / math.prod(kernel)
+        else:
+            ones = xp.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype, device=x.device)
+            result = total / xp.sum(_windows(xp, ones, kernel, stride, pads, (1,) * d), axis=-1)
+        return result[0] if unbatched else result
+    return pool
+
+
+def _adaptive(d, reduce):
+    """Adaptive pooling, one spatial axis at a time (a window is a product of intervals, so
+    the mean and the max of one are those of its rows' means and maxima)."""
+    def pool(xp, input, output_size, return_indices=False):
+        if return_indices:
+            raise TypeError("adaptive max pooling with return_indices=True is not supported on "
+                            "Variables")
+        result = input
+        for axis, size in zip(range(-d, 0), _tuple(output_size, d)):
+            n = result.shape[axis]
+            size = n if size is None else size
+            parts = []
+            for i in range(size):
+                start, end = (i * n) // size, -((-(i + 1) * n) // size)
+                key = (Ellipsis, slice(start, end)) + (slice(None),) * (-axis - 1)
+                parts.append(getattr(xp, reduce)(result[key], axis=axis, keepdims=True))
+            result = xp.concat(parts, axis=axis)
+        return result
+    return pool
+
+
 # ------------------------------------------------------------- torch.nn.functional: losses
 def _reduction(xp, name, loss, reduction, size_average=None, reduce=None, weight_sum=None):
     if size_average is not None or reduce is not None:
@@ -1171,7 +1297,11 @@ NN_FUNCTIONAL = {
     "bilinear": _bilinear, "dropout": _dropout, "embedding": _embedding, "one_hot": _one_hot,
     "layer_norm": _layer_norm, "batch_norm": _batch_norm,
     "cosine_similarity": _cosine_similarity, "pairwise_distance": _pairwise_distance,
-    "pad": _pad,
+    "pad": _pad, **{f"conv{d}d": _conv(d) for d in (1, 2, 3)},
+    **{f"max_pool{d}d": _pool(d, "max") for d in (1, 2, 3)},
+    **{f"avg_pool{d}d": _avg_pool(d) for d in (1, 2, 3)},
+    **{f"adaptive_avg_pool{d}d": _adaptive(d, "mean") for d in (1, 2, 3)},
+    **{f"adaptive_max_pool{d}d": _adaptive(d, "max") for d in (1, 2, 3)},
     "mse_loss": _pointwise_loss("mse_loss", lambda xp, input, target: (input - target) ** 2),
     "l1_loss": _pointwise_loss("l1_loss", lambda xp, input, target: xp.abs(input - target)),
     "smooth_l1_loss": _pointwise_loss("smooth_l1_loss", _smooth_l1),
@@ -1185,6 +1315,9 @@ NN_FUNCTIONAL = {
 }
 # (torch.layer_norm, torch.batch_norm, torch.embedding, torch.kl_div... take other arguments
 # than F's functions of the same name, in another order: they have no entry.)
+FUNCTIONS.update({name: NN_FUNCTIONAL[name] for name in (
+    "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d")})
 FUNCTIONS.update(sigmoid=_sigmoid, dropout=_dropout, cosine_similarity=_cosine_similarity,
                  pairwise_distance=_pairwise_distance, bilinear=_bilinear)
 

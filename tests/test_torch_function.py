@@ -250,3 +250,23 @@ def test_each_covered_function_gives_torchs_values(module, name):
         tried += 1
     if not tried:
         pytest.skip(f"{module}.{name} takes arguments this test does not try")
+
+
+def test_a_small_convolutional_network_agrees_with_torch_func():
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(4, 2, 8, 8, dtype=torch.float64, generator=generator)
+    labels = torch.tensor([0, 2, 1, 2])
+    params = (torch.randn(6, 1, 3, 3, dtype=torch.float64, generator=generator) * 0.3,
+              torch.randn(6, dtype=torch.float64, generator=generator) * 0.1,
+              torch.randn(3, 24, dtype=torch.float64, generator=generator) * 0.3)
+
+    def loss(conv_weight, conv_bias, linear_weight):
+        h = F.relu(F.conv2d(images, conv_weight, conv_bias, padding=1, groups=2))
+        h = F.max_pool2d(h, 2) + F.avg_pool2d(h, 2, stride=2) + F.adaptive_avg_pool2d(h, 4)
+        h = F.adaptive_max_pool2d(h, (2, 2)).flatten(1)
+        return F.cross_entropy(F.linear(torch.tanh(h), linear_weight), labels)
+
+    expected = func.grad(loss, argnums=(0, 1, 2))(*params)
+    got = ag.grad(loss, argnums=(0, 1, 2))(*params)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
