@@ -1045,6 +1045,9 @@ def _adaptive(d, reduce):
         for axis, size in zip(range(-d, 0), _tuple(output_size, d)):
             n = result.shape[axis]
             size = n if size is None else size
+            if size == 0:  # an empty output, as torch gives
+                result = result[(Ellipsis, slice(0, 0)) + (slice(None),) * (-axis - 1)]
+                continue
             parts = []
             for i in range(size):
                 start, end = (i * n) // size, -((-(i + 1) * n) // size)
@@ -1317,7 +1320,7 @@ NN_FUNCTIONAL = {
 # than F's functions of the same name, in another order: they have no entry.)
 FUNCTIONS.update({name: NN_FUNCTIONAL[name] for name in (
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
-    "adaptive_avg_pool1d", "adaptive_max_pool1d")})
+    "adaptive_avg_pool1d")})
 FUNCTIONS.update(sigmoid=_sigmoid, dropout=_dropout, cosine_similarity=_cosine_similarity,
                  pairwise_distance=_pairwise_distance, bilinear=_bilinear)
 
@@ -1547,6 +1550,10 @@ def _resolve(name):
 def call(xp, name, args, kwargs):
     """The table's entry for torch's ``name`` applied to torch's ``args`` and ``kwargs``."""
     implementation, in_place = _resolved.get(name) or _resolve(name)
+    target = args[0] if args else kwargs.get("input")  # what an in-place call changes
+    tensor = _torch().Tensor
+    if any(isinstance(a, (tensor, list, tuple)) for a in args):
+        args = tuple(_constants(xp, a, tensor) for a in args)
     if kwargs:
         kwargs = dict(kwargs)
         if kwargs.get("out") is not None:
@@ -1569,7 +1576,6 @@ def call(xp, name, args, kwargs):
                             f"{_described(implementation)})") from None
         raise
     if in_place:
-        target = args[0] if args else kwargs.get("input")
         if not hasattr(target, "_inplace_assign"):
             raise TypeError(f"{_spelled(name)} in place on a torch tensor with a Variable "
                             "operand: the tensor cannot hold a recorded result; compute out "
@@ -1578,6 +1584,17 @@ def call(xp, name, args, kwargs):
         target._inplace_assign(result, name)
         return target
     return result
+
+
+def _constants(xp, value, tensor):
+    """torch tensors among a call's arguments (``F.conv2d(images, w)``, ``torch.cat([t, v])``)
+    as Variables that require no grad, so that every entry computes on Variables alone."""
+    if isinstance(value, tensor):
+        return xp.asarray(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, tensor) for v in value):
+        return type(value)(_constants(xp, v, tensor) for v in value) if type(value) in (
+            list, tuple) else value
+    return value
 
 
 _signatures: dict = {}
