@@ -623,8 +623,9 @@ for _name in FUNCTIONS:
         setattr(ArrayMethods, _short, _NotAnAttribute(_short, _standard_function(_name)))
 # torch's Tensor methods: a Variable of the torch backend has them (x.view(-1), x.relu());
 # on another backend each says what to write.
+_VARIABLE_OWN = ("detach", "size")  # Variable's own, defined in _variable
 for _name in _torch_protocol.method_names():
-    if not hasattr(ArrayMethods, _name):
+    if not hasattr(ArrayMethods, _name) and _name not in _VARIABLE_OWN:
         setattr(ArrayMethods, _name, _NotAnAttribute(_name, _torch_only(_name)))
 
 

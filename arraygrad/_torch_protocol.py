@@ -1505,8 +1505,10 @@ def is_torch(backend) -> bool:
     torch)."""
     answer = _torch_backends.get(backend)
     if answer is None:
+        arrays = getattr(getattr(backend, "spec", None), "arrays", ())  # "module:Class", or types
         answer = _torch_backends[backend] = any(
-            a.partition(":")[0] == "torch" for a in backend.spec.arrays)
+            (a if isinstance(a, str) else getattr(a, "__module__", "")).partition(":")[0]
+            .partition(".")[0] == "torch" for a in arrays)
     return answer
 
 
