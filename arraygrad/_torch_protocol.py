@@ -1481,7 +1481,20 @@ def _spelled(name):
     return name if name.startswith("Tensor.") else f"torch.{name}"
 
 
+# torch functions that arraygrad has under another name: what to write instead.
+COUNTERPARTS = {
+    "autograd.grad": "arraygrad.autograd.grad(outputs, inputs, grad_outputs, retain_graph, "
+                     "create_graph) takes the same arguments",
+    "autograd.backward": "call y.backward(gradient) on the output Variable",
+    "autograd.functional.jacobian": "use arraygrad.jacobian(f)(x)",
+    "autograd.functional.hessian": "use arraygrad.hessian(f)(x)",
+}
+
+
 def unsupported(name, detail=""):
+    if name in COUNTERPARTS:
+        return TypeError(f"{_spelled(name)} does not take arraygrad Variables: "
+                         f"{COUNTERPARTS[name]}")
     return TypeError(
         f"{_spelled(name)} is not supported on arraygrad Variables{detail}: its result would "
         "not be recorded. Use the differentiable namespace (xp = v.__array_namespace__()), "

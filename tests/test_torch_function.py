@@ -137,6 +137,9 @@ def test_a_torch_function_with_no_entry_names_itself_and_what_to_do():
         torch.sum(v, dim=0, out=torch.empty(1, 3, 3))
     with pytest.raises(TypeError, match=r"F.pad\(mode='reflect'\) is not supported"):
         F.pad(v, (1, 1), mode="reflect")
+    with pytest.raises(TypeError, match=r"torch.autograd.grad does not take arraygrad "
+                                        r"Variables: arraygrad.autograd.grad\(outputs"):
+        torch.autograd.grad(v.sum(), v)
 
 
 def test_a_variable_of_another_backend_is_refused_naming_it():
