@@ -13,10 +13,13 @@ left the graph. ``docs/interop.md`` lists what is covered, generated from these 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import math
 import sys
+
+from ._grad_mode import no_grad
 
 # ----------------------------------------------------------------------------- the tables
 # torch's name -> the namespace's function of the same meaning and arguments (one array, or
@@ -1528,6 +1531,18 @@ def is_torch(backend) -> bool:
 _names_seen: dict = {}
 """{torch function: its name in the tables}, for the functions met so far (``_name`` reads
 torch's modules; a call looks its function up once)."""
+
+
+def grad_paused(backend) -> bool:
+    """Whether ``backend`` is torch's and torch's grad mode is off (``with torch.no_grad():``),
+    under which PyTorch code changes leaves in place (``w -= lr * w.grad``)."""
+    return is_torch(backend) and not sys.modules["torch"].is_grad_enabled()
+
+
+def unrecorded(backend):
+    """A context in which an in-place change is not recorded where torch's grad mode is off
+    (PyTorch records nothing under ``torch.no_grad()``), else one that changes nothing."""
+    return no_grad() if grad_paused(backend) else contextlib.nullcontext()
 
 
 def torch_function(func, args, kwargs):

@@ -2,6 +2,8 @@
 and Tensor methods, records on Variables of the torch backend; its gradients and Hessians agree
 with ``torch.func`` in float64."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -273,3 +275,35 @@ def test_a_small_convolutional_network_agrees_with_torch_func():
     got = ag.grad(loss, argnums=(0, 1, 2))(*params)
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------ torch.no_grad() parameter updates
+def _polynomial_fit(make, steps=300):
+    """PyTorch's current "Tensors and autograd" tutorial: a cubic fitted to sin, its parameters
+    updated under torch.no_grad() (``make(t)`` makes a parameter of ``t``)."""
+    x = torch.linspace(-math.pi, math.pi, 200, dtype=torch.float64)
+    y = torch.sin(x)
+    generator = torch.Generator().manual_seed(0)
+    a, b, c, d = (make(torch.randn((), dtype=torch.float64, generator=generator))
+                  for _ in range(4))
+    for _ in range(steps):
+        loss = (a + b * x + c * x ** 2 + d * x ** 3 - y).pow(2).sum()
+        loss.backward()
+        with torch.no_grad():
+            for p in (a, b, c, d):
+                p -= 1e-5 * p.grad
+                p.grad = None
+    return [float(p.item()) for p in (a, b, c, d)], [p.is_leaf for p in (a, b, c, d)]
+
+
+def test_parameters_updated_under_torch_no_grad_stay_leaves_as_in_pytorch():
+    got, leaves = _polynomial_fit(lambda t: ag.Variable(t, requires_grad=True))
+    expected, _ = _polynomial_fit(lambda t: t.requires_grad_(True))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert all(leaves)
+    w = ag.Variable(torch.ones(2, dtype=torch.float64), requires_grad=True)
+    with pytest.raises(ag.InplaceError, match=r"arraygrad.no_grad\(\)"):
+        w -= 1.0  # outside torch.no_grad(), as in PyTorch
+    with torch.no_grad():
+        w[0] = 5.0
+    assert w.is_leaf and w.grad_fn is None and w.data.tolist() == [5.0, 1.0]
