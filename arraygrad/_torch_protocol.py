@@ -693,6 +693,13 @@ def _to(xp, input, *args, **kwargs):
     return input if dtype is None or dtype == input.dtype else xp.astype(input, dtype)
 
 
+def _tensor_type(dtype):
+    """``x.type(torch.float64)`` or ``x.type("torch.DoubleTensor")``: a dtype."""
+    if isinstance(dtype, str):
+        return getattr(_torch(), dtype.rpartition(".")[2]).dtype
+    return getattr(dtype, "dtype", dtype)  # torch.DoubleTensor has a dtype
+
+
 def _astype_to(name):
     return lambda xp, input, memory_format=None: xp.astype(input, getattr(_torch(), name))
 
@@ -1381,6 +1388,19 @@ METHODS = {
     "cpu": _identity, "__getitem__": _getitem, "__len__": lambda xp, input: input.shape[0],
     "softmax": _softmax("softmax"), "log_softmax": _softmax("log_softmax"),
     # zero_() and fill_(value), in place as every name ending in "_"
+    "type": lambda xp, input, dtype=None, non_blocking=False: str(
+        _torch().empty(0, dtype=input.dtype).type()) if dtype is None else xp.astype(
+        input, _tensor_type(dtype)),
+    "new_zeros": lambda xp, input, *size, dtype=None, device=None, requires_grad=False:
+    xp.zeros(_sizes(size), dtype=dtype or input.dtype, device=input.device),
+    "new_ones": lambda xp, input, *size, dtype=None, device=None, requires_grad=False:
+    xp.ones(_sizes(size), dtype=dtype or input.dtype, device=input.device),
+    "new_full": lambda xp, input, size, fill_value, *, dtype=None, device=None,
+    requires_grad=False: xp.full(tuple(size), fill_value, dtype=dtype or input.dtype,
+                                 device=input.device),
+    "new_tensor": lambda xp, input, data, *, dtype=None, device=None, requires_grad=False:
+    xp.asarray(_raw(data) if _is_array(data) else data, dtype=dtype or input.dtype,
+               device=input.device),
     "zero": lambda xp, input: xp.zeros_like(input),
     "fill": lambda xp, input, value: xp.zeros_like(input) + value,
     "copy": lambda xp, input, src, non_blocking=False: xp.astype(
