@@ -153,11 +153,10 @@ def _spread_mean(standard):
 
 def _cumulative(standard):
     def cumulative(xp, input, dim, *, dtype=None):
-        x = input
-        if x.ndim == 0:
-            x, dim = xp.reshape(x, (1,)), 0
-            return xp.reshape(_xp(xp, standard)(x, axis=0, dtype=dtype), ())
-        return _xp(xp, standard)(x, axis=dim, dtype=dtype)
+        if input.ndim == 0:  # torch takes dim 0 of a 0-d tensor
+            return xp.reshape(_xp(xp, standard)(xp.reshape(input, (1,)), axis=0, dtype=dtype),
+                              ())
+        return _xp(xp, standard)(input, axis=dim, dtype=dtype)
     return cumulative
 
 
@@ -640,9 +639,8 @@ def _vdot(xp, input, other):
 
 def _like(standard):
     def like(xp, input, *, dtype=None, layout=None, device=None, requires_grad=False,
-             memory_format=None, fill_value=None):
-        options = {} if standard != "full_like" else {"fill_value": fill_value}
-        return _xp(xp, standard)(input, dtype=dtype, **options)
+             memory_format=None):
+        return getattr(xp, standard)(input, dtype=dtype)
     return like
 
 
