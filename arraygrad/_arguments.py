@@ -185,6 +185,7 @@ class Arguments:
         rule = self.rule
         if kwargs:
             _refuse_other_spellings(self.name, self.reads, kwargs)
+            _check_values(self.name, kwargs)
         unwrap = self.unwrap
         keyword_inputs = {}
         if rule.sequence == "list":
@@ -377,6 +378,24 @@ _STANDARD_ONLY = {
 }
 
 
+# Options whose other values a backend may take as its own extension, returning something else
+# (NumPy's qr: mode="r" gives R alone, "raw" LAPACK's reflectors; its pinv(hermitian=True) reads
+# one triangle, which the rule does not model): only the standard's values are passed on.
+_STANDARD_VALUES = {("linalg.qr", "mode"): ("reduced", "complete"),
+                    ("linalg.pinv", "hermitian"): (False,)}
+_VALUE_CHECKED = frozenset(key for _, key in _STANDARD_VALUES)
+
+
+def _check_values(name, kwargs):
+    for key, value in kwargs.items():
+        allowed = _STANDARD_VALUES.get((name, key))
+        if allowed is not None and value not in allowed:
+            raise ValueError(
+                f"{name}(): {key}={value!r} is not one of the standard's values "
+                f"({', '.join(map(repr, allowed))}); a backend's own extension returns something "
+                "else, which would be read as the standard's result")
+
+
 def _standard_only(name, key, value):
     """What to do instead where ``value`` of a library's option ``key`` changes what ``name``
     returns, refused even where nothing is recorded; None for any other option or value."""
@@ -388,7 +407,7 @@ def _plain_options(args, kwargs, reads) -> bool:
     """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), and
     every keyword one the rule reads (``reads``; None: any), so that the fast path may pass them
     on unchanged. Anything else takes the general path, which checks it."""
-    if reads is not None and not kwargs.keys() <= reads:
+    if reads is not None and not kwargs.keys() <= reads or not _VALUE_CHECKED.isdisjoint(kwargs):
         return False
     return _plain_values(kwargs.values()) and (not args or _plain_values(args))
 

@@ -183,6 +183,8 @@ def run_vjps(rule, xp, g, saved, params, inputs):
     takes its gradient, or None); ``None`` for the others."""
     if rule.joint is not None:
         options = _options(params, rule.keywords[0]) if params else {}
+        if rule.asks_needed:  # it skips the gradients no input takes
+            options = {**options, "needed": tuple(needs is not None for needs in inputs)}
         return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
     results = []
     for i, needs in enumerate(inputs):

@@ -322,7 +322,11 @@ class ArrayMethods:
         return _torch_protocol.torch_function(func, args, kwargs or {})
 
     def __array__(self, dtype=None, copy=None):
-        # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses.
+        # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses; as
+        # integers or booleans (np.int64(v), np.asarray(v, dtype=bool)) it has no derivative to
+        # lose, as int(v) and xp.astype(v, xp.int64) have none.
+        if getattr(dtype, "kind", None) in ("i", "u", "b"):
+            return self._backend.to_numpy(self.data).astype(dtype, copy=False)
         if self._requires_grad and _scipy_without_array_api(sys._getframe(1)):
             raise GradientError(
                 "SciPy converted a Variable that requires grad to NumPy, which would leave the "
@@ -445,18 +449,42 @@ _COMPARISONS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equa
 _UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
 
 
-def _forward(name):
+def _forward(name, reflected):
     def operator(self, other):
-        return self._backend.operators[name](self, other)
+        try:
+            return self._backend.operators[name](self, other)
+        except TypeError:
+            if _defers_to(other, reflected):
+                return NotImplemented
+            raise
     return operator
 
 
-def _comparison(name):
+def _comparison(name, reflected):
     def operator(self, other):
         if other is None or other.__class__ in (str, bytes):  # Python's answer, as PyTorch's:
             return NotImplemented  # x == None is False, x < "a" a TypeError, on every backend
-        return self._backend.operators[name](self, other)
+        try:
+            return self._backend.operators[name](self, other)
+        except TypeError:
+            if _defers_to(other, reflected):
+                return NotImplemented
+            raise
     return operator
+
+
+_ARRAY_PROTOCOLS = ("__array_ufunc__", "__array_function__", "__array_namespace__", "__array__")
+
+
+def _defers_to(other, reflected) -> bool:
+    """Whether ``v op other``, refused, is ``other``'s to answer (Python's binary protocol):
+    an array-like that no backend owns (an xarray ``DataArray``) with its own reflected
+    operator, as ``ndarray * DataArray`` is the DataArray's. It computes with the Variable
+    inside (``DataArray * v`` records), or raises; nothing leaves the graph unseen."""
+    kind = type(other)
+    return (not isinstance(other, ArrayMethods) and getattr(kind, reflected, None) is not None
+            and any(hasattr(kind, name) for name in _ARRAY_PROTOCOLS)
+            and registry.of(other) is None)
 
 
 def _reflected(name):
@@ -482,11 +510,13 @@ _SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": 
             "lshift": "<<=", "rshift": ">>="}
 
 for _dunder, _function in _BINARY_OPERATORS.items():
-    setattr(ArrayMethods, f"__{_dunder}__", _forward(_function))
+    setattr(ArrayMethods, f"__{_dunder}__", _forward(_function, f"__r{_dunder}__"))
     setattr(ArrayMethods, f"__r{_dunder}__", _reflected(_function))
     setattr(ArrayMethods, f"__i{_dunder}__", _in_place(_function, _SYMBOLS[_dunder]))
+_REFLECTED_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 for _dunder, _function in _COMPARISONS.items():
-    setattr(ArrayMethods, f"__{_dunder}__", _comparison(_function))
+    setattr(ArrayMethods, f"__{_dunder}__",
+            _comparison(_function, f"__{_REFLECTED_COMPARISONS[_dunder]}__"))
 for _dunder, _function in _UNARY_OPERATORS.items():
     setattr(ArrayMethods, f"__{_dunder}__", _unary(_function))
 

@@ -116,14 +116,14 @@ class _Recorder(Arguments):
         """Wrap the raw result ``out``; record a Node when some input requires grad (and, for
         one output, when it is inexact: integer outputs carry no gradient)."""
         backend = self.backend
-        if isinstance(out, (tuple, list)):
-            return self.record_several(inputs, raw_inputs, out, params)
         if out.__class__ not in backend._plain_types:
+            if isinstance(out, (tuple, list)):
+                return self.record_several(inputs, raw_inputs, out, params)
             out = backend.coerce(out)
         if _state.enabled and backend.is_inexact(out.dtype):
             for v in inputs:
                 if v.__class__ is Variable and v._requires_grad:
-                    return _make(out, backend, self.node(inputs, raw_inputs, [out], params,
+                    return _make(out, backend, self.node(inputs, raw_inputs, (out,), params,
                                                          False), 0)
         return _make(out, backend, None, 0, False)
 
@@ -140,26 +140,35 @@ class _Recorder(Arguments):
 
     def node(self, inputs, raw_inputs, outs, params, multiple):
         """The Node of a call: per input, the node its gradient goes to; the inputs' and
-        outputs' shapes and dtypes; what the rule's VJPs read."""
-        nodes, nrs, meta = [], [], []
-        needs = 1  # a bit mask of the inputs that need a gradient, from bit 1 (see saved())
-        for i, v in enumerate(inputs):
+        outputs' shapes and dtypes (shared: :data:`_signatures`); what the rule's VJPs read."""
+        nodes, nrs, meta = [], [], [self.backend]
+        needs, bit = 1, 2  # a bit mask of the inputs that need a gradient, from bit 1 (saved())
+        for v, r in zip(inputs, raw_inputs):
             if v.__class__ is Variable and v._requires_grad:
-                nodes.append(v.grad_fn or accumulator(v))
-                nrs.append(v._output_nr)
-                needs |= 2 << i
+                node = v.grad_fn
+                if node is None:
+                    nodes.append(accumulator(v))
+                    nrs.append(0)
+                else:
+                    nodes.append(node)
+                    nrs.append(v._output_nr)
+                needs |= bit
             else:
                 nodes.append(None)
                 nrs.append(0)
-            r = raw_inputs[i]
-            meta.append(None if r.__class__ in _NUMBERS or r is None else (r.shape, r.dtype))
+            meta.append(None if r is None or r.__class__ in _NUMBERS else (r.shape, r.dtype))
+            bit <<= 1
         if self.unknown_shapes is None:
             self.unknown_shapes = not self.backend.capabilities()["data_dependent_shapes"]
         for o in outs:
             if self.unknown_shapes and any(n is None or n != n for n in o.shape):
                 raise _unknown_shape(self.name, self.backend, o)
             meta.append((o.shape, o.dtype))
-        input_nrs, meta = _signature(self.backend, nrs, meta)
+        key = (*nrs, *meta)
+        try:
+            input_nrs, meta = _signatures[key]
+        except (KeyError, TypeError):  # a new signature, or a dtype that cannot be hashed
+            input_nrs, meta = _new_signature(key, len(nrs))
         return Node(self.rule, self.backend, tuple(nodes), input_nrs, meta,
                     self.saved(needs, raw_inputs, outs, multiple), params,
                     len(outs) if multiple else 1)
@@ -195,40 +204,45 @@ class _Recorder(Arguments):
             return self.checked_call(args, kwargs)
         backend, numbers = self.backend, self.numbers
         raw_inputs = []
+        recording = False
         for value in args[:arity] if not plain else args:
             if value.__class__ is Variable and value._backend is backend:
                 raw_inputs.append(value._values)
+                recording = recording or value._requires_grad
             elif numbers and value.__class__ in _NUMBERS:
                 raw_inputs.append(value)
             else:
                 return self.checked_call(args, kwargs)
         if plain:
-            return self.record(args, raw_inputs, self.raw_function(*raw_inputs), None)
-        out = self.raw_function(*raw_inputs, *args[arity:], **kwargs)
-        params = dict(zip(self.rule.params, args[arity:]))
-        params.update(kwargs)
-        return self.record(args[:arity], raw_inputs, out, params)
+            inputs, out, params = args, self.raw_function(*raw_inputs), None
+        else:
+            inputs, out = args[:arity], self.raw_function(*raw_inputs, *args[arity:], **kwargs)
+            params = dict(zip(self.rule.params, args[arity:]))
+            params.update(kwargs)
+        if out.__class__ in backend._plain_types and recording and _state.enabled and (
+                backend.is_inexact(out.dtype)):  # (record()'s answer, without its call)
+            return _make(out, backend, self.node(inputs, raw_inputs, (out,), params, False), 0)
+        return self.record(inputs, raw_inputs, out, params)
 
 
 _signatures: dict = {}
+"""Per signature of a call (input nrs, backend, input and output shapes and dtypes), the pair
+``(input_nrs, meta)`` that every node of that signature shares: a new tuple of tuples per node
+outlives a collection or two before the GC untracks it, and a long graph of same-shaped ops
+kept the GC scanning them (W4's forward took twice as long). The backend is part of the key:
+dtypes of two libraries are never compared."""
 
 
-def _signature(backend, nrs, meta):
-    """``(tuple(nrs), tuple(meta))``, one pair shared by every node of that signature on
-    ``backend`` (dtypes of two libraries are never compared): a new tuple of tuples outlives a
-    collection or two before the GC untracks it, and a long graph of same-shaped ops kept the
-    GC scanning them (W4's forward took twice as long)."""
-    key = (backend, tuple(nrs), tuple(meta))
+def _new_signature(key, n):
+    """``(input_nrs, meta)`` of a signature ``key`` of ``n`` inputs seen for the first time."""
+    pair = key[:n], key[n + 1:]
     try:
-        found = _signatures.get(key)
-    except TypeError:  # a dtype that cannot be hashed
-        return key[1], key[2]
-    if found is None:
         if len(_signatures) >= 4096:
             _signatures.clear()
-        found = _signatures[key] = key
-    return found[1], found[2]
-
+        _signatures[key] = pair
+    except TypeError:  # a dtype that cannot be hashed: not shared
+        pass
+    return pair
 
 def _unknown_shape(name, backend, out):
     return GradientError(

@@ -800,7 +800,34 @@ def _from_triangle(xp, a, UPLO):
 
 def _eigh(a, UPLO="L"):
     xp = _namespace_of([a])
-    return xp.linalg.eigh(_from_triangle(xp, xp.asarray(a), UPLO))
+    a = xp.asarray(a)
+    result = xp.linalg.eigh(_from_triangle(xp, a, UPLO))
+    if UPLO not in ("U", "u"):
+        return result
+    # The backend's eigh read the lower triangle, NumPy's reads the upper: its eigenvectors.
+    w, v = result
+    return _like(result, w, v * _numpy_phases(xp, v, _numpy().linalg.eigh(_values(a), UPLO)[1]))
+
+
+def _like(result, *parts):
+    """``parts`` as the backend's result type: a named tuple, or a struct sequence (torch's)."""
+    try:
+        return type(result)(*parts)
+    except TypeError:
+        return type(result)(parts)
+
+
+def _numpy_phases(xp, v, reference):
+    """The constant phase (a sign, for real matrices) of each of ``v``'s eigenvectors that
+    makes them NumPy's ``reference``: an eigenvector is unique only up to one, and LAPACK
+    fixes it differently for each triangle, so ``eigh(a, "U")`` must take NumPy's choice, as
+    its value and as the function whose derivative is taken (a sign is locally constant)."""
+    numpy = _numpy()
+    overlap = numpy.sum(numpy.conj(_values(v)) * reference, axis=-2, keepdims=True)
+    size = numpy.abs(overlap)
+    phases = numpy.where(size > 0, overlap / numpy.where(size > 0, size, 1), 1)
+    return xp.asarray(phases.real if not numpy.iscomplexobj(reference) else phases,
+                      dtype=v.dtype)
 
 
 def _eigvalsh(a, UPLO="L"):
@@ -866,12 +893,44 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     return result
 
 
+def _qr(a, mode="reduced"):
+    """NumPy's ``mode="r"`` is the R of the reduced factorisation alone; ``"raw"`` (LAPACK's
+    Householder reflectors) has no derivative rule and is refused. Passed on as it is, either
+    would come back as a (Q, R) pair that it is not."""
+    xp = _namespace_of([a])
+    if mode == "r":
+        return xp.linalg.qr(a, mode="reduced")[1]
+    if mode == "raw":
+        raise unsupported("numpy.linalg.qr", " with mode='raw' (Householder reflectors); use "
+                          "mode='reduced' or 'complete'")
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    return xp.linalg.qr(a, mode=mode)
+
+
+def _pinv(a, rcond=None, hermitian=False, rtol=None):
+    """``hermitian``: NumPy takes the SVD through ``eigh``, which reads the lower triangle."""
+    xp = _namespace_of([a])
+    a = xp.asarray(a)
+    return xp.linalg.pinv(_from_triangle(xp, a, "L") if hermitian else a,
+                          rtol=rtol if rtol is not None else rcond)
+
+
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """``hermitian`` only lets NumPy use ``eigh``: the same singular values."""
+    """``hermitian``: NumPy computes it through ``eigh``, which reads the lower triangle, and
+    fixes the singular vectors' phases (signs) its own way, which each pair is given (a
+    constant)."""
     xp = a.__array_namespace__()
+    if hermitian:
+        a = _from_triangle(xp, a, "L")
     if not compute_uv:
         return xp.linalg.svdvals(a)
-    return xp.linalg.svd(a, full_matrices=full_matrices)
+    result = xp.linalg.svd(a, full_matrices=full_matrices)
+    if not hermitian:
+        return result
+    u, s, vh = result
+    phases = _numpy_phases(xp, u, _numpy().linalg.svd(_values(a), hermitian=True)[0])
+    return _like(result, u * phases, s, xp.conj(phases).mT * vh)
 
 
 def _diff(a, n=1, axis=-1, prepend=None, append=None):
@@ -1246,16 +1305,16 @@ FUNCTIONS = {
     **{name: _method(name) for name in ("unique_values", "unique_counts", "unique_inverse",
                                         "unique_all")},
     "pad": pad, "einsum": _einsum,
-    "linalg.norm": _norm, "linalg.svd": _svd, "linalg.eigh": _eigh,
+    "linalg.norm": _norm, "linalg.svd": _svd, "linalg.eigh": _eigh, "linalg.qr": _qr,
     "linalg.eigvalsh": _eigvalsh, "linalg.cond": _cond, "linalg.lstsq": _lstsq,
     "linalg.multi_dot": _multi_dot, "linalg.tensorinv": _tensorinv,
     "linalg.tensorsolve": _tensorsolve,
-    "linalg.pinv": lambda a, rcond=None, hermitian=False, rtol=None: _namespace_of(
-        [a]).linalg.pinv(a, rtol=rtol if rtol is not None else rcond),  # hermitian: a method
+    "linalg.pinv": _pinv,
     "linalg.matrix_rank": lambda A, hermitian=False, rtol=None: _namespace_of(
-        [A]).linalg.matrix_rank(A, rtol=rtol),
+        [A]).linalg.matrix_rank(_from_triangle(_namespace_of([A]), A, "L") if hermitian else A,
+                                rtol=rtol),  # hermitian: NumPy's eigvalsh reads one triangle
     **{f"linalg.{name}": _linalg(name) for name in (
-        "det", "inv", "solve", "slogdet", "cholesky", "qr", "matrix_power", "svdvals", "eig",
+        "det", "inv", "solve", "slogdet", "cholesky", "matrix_power", "svdvals", "eig",
         "eigvals", "cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "outer",
         "tensordot", "trace", "vecdot", "vector_norm")},
     **{f"fft.{name}": _fft_one(name, complex_input) for name, complex_input in (

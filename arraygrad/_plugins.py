@@ -163,6 +163,18 @@ class Backend:
         except ImportError:  # an optional library (SciPy for NumPy): no special functions
             return None
 
+    def kernel(self, name: str):
+        """The backend's own function for a kernel capability the standard lacks
+        (``solve_triangular``), loaded on first use, or None: not declared, or an ImportError
+        (an optional library, SciPy for NumPy)."""
+        declared = self.capabilities().get(name)
+        if not declared:
+            return None
+        try:
+            return load(declared)
+        except ImportError:
+            return None
+
     def to_numpy(self, array):
         """A host NumPy array of ``array``'s values (comparisons only): the spec's ``to_numpy``,
         else NumPy's ``asarray``; an object array is refused, naming the hook to declare."""

@@ -103,7 +103,14 @@ def install(ns, backend, recorders, Recorder):
             return False
         return backend.is_inexact(x.dtype) and selects_nothing(raw, key, x.shape)
 
+    # Two recorders, one rule: whether the write may go into x's own array is not an option of
+    # the function, so it is not recorded with the node. The forward mode replays the node's
+    # function on tangents (a caller's array, or one shared by several nodes), so the function
+    # it finds under "setitem" must be the one that copies.
     setitem = Recorder(backend, "__setitem__", raw_setitem, RULES["setitem"])
+    setitem_owned = Recorder(backend, "__setitem__",
+                             lambda x, value, key: raw_setitem(x, value, key, owned=True),
+                             RULES["setitem"])
     keeps_x = any(kind == "inputs" or kind == "input" and index == 0
                   for kind, index in setitem.rule.sources)
 
@@ -112,7 +119,7 @@ def install(ns, backend, recorders, Recorder):
         (nothing else holds it) and the setitem rule does not save it."""
         if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
             key = _list_key(key)  # as in _getitem: the rule sees repeated positions
-        return setitem(x, value, key=key, owned=owned and not keeps_x)
+        return (setitem_owned if owned and not keeps_x else setitem)(x, value, key=key)
 
     to_device = Recorder(backend, "to_device", raw_to_device, RULES["to_device"])
 
@@ -122,7 +129,7 @@ def install(ns, backend, recorders, Recorder):
     ns._getitem = _getitem
     ns._setitem = _setitem
     ns._to_device = _to_device
-    for recorder in (getitem, setitem, to_device):
+    for recorder in (getitem, setitem, setitem_owned, to_device):
         recorder.reads = None  # called here with the options their rules read, nothing else
     recorders.update(getitem=getitem, setitem=setitem, to_device=to_device)
     backend.recorders = recorders  # the forward mode applies linear functions to tangents

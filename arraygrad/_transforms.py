@@ -232,6 +232,17 @@ def _output(value, wrts, transform, where=""):
                         "number)") from None
 
 
+def _inexact(value, transform):
+    """Refuse a boolean or integer ``value`` (``np.allclose(...)``, ``xp.sum(x > 0)``): it has
+    no derivative, and a gradient of zeros would hide the mistake (JAX and HIPS autograd raise
+    ``TypeError`` too; a constant floating value still has zeros)."""
+    if not value.__array_namespace__().isdtype(value.dtype, ("real floating",
+                                                             "complex floating")):
+        raise TypeError(f"{transform}() needs f to return a floating value, got one of dtype "
+                        f"{value.dtype}, which has no derivative (a comparison, a count, an "
+                        "index?); differentiate the floating value it was computed from")
+
+
 def _zeros(like):
     return like.__array_namespace__().zeros_like(like)
 
@@ -275,6 +286,7 @@ def _value_and_grad(f, argnums, has_aux, outer, args, kwargs):
             f"grad() needs f to return a single-element Variable, got "
             f"{getattr(value, 'shape', type(value).__name__)}; use jacobian() or vjp() "
             "for other outputs")
+    _inexact(value, "grad")
     create_graph = _connected(outer, wrts, [value], args, kwargs)
     grads = _gradients(value, wrts, create_graph)
     gradient = grads[0] if isinstance(argnums, int) else tuple(grads)
@@ -462,6 +474,7 @@ def hvp(f, primals, tangents):
         if value.size != 1:
             raise BackwardError(f"hvp() needs f to return a single-element Variable, got "
                                 f"{getattr(value, 'shape', type(value).__name__)}")
+        _inexact(value, "hvp")
         connected = _connected(outer, wrts, [value], primals, tangents)
         grads = autograd.grad(value, inputs, create_graph=True, allow_unused=True) if (
             value.requires_grad and inputs) else [None] * len(inputs)

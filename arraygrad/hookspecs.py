@@ -22,7 +22,7 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 """The dtypes of the standard, by name."""
 
 CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": True,
-                "reuse_unshared": False, "matmul_sums": False}
+                "reuse_unshared": False, "matmul_sums": False, "solve_triangular": None}
 """What a backend can do, and the value assumed where its spec does not say:
 
 - ``inplace``: arrays are mutable (``x[key] = v`` works);
@@ -34,7 +34,14 @@ CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": Tr
   and ``xp.exp(a - b)`` may compute into the temporary ``a - b`` (its ufunc's ``out=``);
 - ``matmul_sums``: arrays have NumPy's ``flags.c_contiguous`` and ``dtype.char``, and a product
   with a vector of ones is faster than the library's sum, so backward sums a gradient over
-  leading or trailing axes that way (a bias' gradient, ``x - max(x, axis=1)``'s).
+  leading or trailing axes that way (a bias' gradient, ``x - max(x, axis=1)``'s);
+- ``solve_triangular``: a kernel the standard lacks, declared as a function returning it or a
+  ``"module:function"`` to import on first use (an ImportError means none, as for
+  ``special``): ``solve_triangular(a, b, *, upper)`` is ``a^-1 b`` for ``a`` upper (or lower)
+  triangular, of shape ``(..., n, n)``, and ``b`` of shape ``(..., n, k)``, batch axes
+  broadcast; it may raise a ``LinAlgError`` for a singular ``a``. Rules with triangular
+  factors (``cholesky``'s, ``qr``'s) use it; without it they call the standard's
+  ``linalg.solve`` (the same values, an LU factorisation more).
 """
 
 TOLERANCES = {
@@ -68,9 +75,10 @@ class BackendSpec:
     to_numpy: Callable[[Any], Any] | None = None
     """A host NumPy array with an array's values (for comparisons only). Default: the NumPy
     backend's ``asarray`` (buffer protocol, ``__array__``, DLPack), through its plugin."""
-    capabilities: Mapping[str, bool] | Callable[[], Mapping[str, bool]] = \
+    capabilities: Mapping[str, Any] | Callable[[], Mapping[str, Any]] = \
         dataclasses.field(default_factory=dict)
-    """Flags of :data:`CAPABILITIES` that differ from the defaults, or a function giving them."""
+    """Flags of :data:`CAPABILITIES` that differ from the defaults (kernels such as
+    ``solve_triangular``: how to load them), or a function giving them."""
     dtypes: tuple[str, ...] = DTYPES
     """The dtypes of the standard it has (float64, complex...): the others are not tested, nor
     the cases whose inputs are of them (``conj[2d]`` in float64 takes complex128)."""

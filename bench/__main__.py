@@ -547,11 +547,12 @@ def write_results(results, quick, command="python -m bench", start=RESULTS_START
     write_section(lines, "Results")
 
 
-def write_section(lines, heading):
-    """Put ``lines`` (its first and last: the markers) in bench/README.md in place of the text
-    between those markers, or at the end under ``heading`` where they are not there yet."""
+def write_section(lines, heading, path=None):
+    """Put ``lines`` (its first and last: the markers) in bench/README.md (or ``path``) in place
+    of the text between those markers, or at the end under ``heading`` where they are not there
+    yet."""
     start, end = lines[0], lines[-1]
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md")
+    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md")
     text = open(path).read()
     if start in text:
         before, rest = text.split(start, 1)

@@ -1,25 +1,30 @@
-"""A broad benchmark: fourteen workloads that users run, each from a named source, timed through
-arraygrad (NumPy backend), PyTorch (CPU, torch.autograd) and, where short, gradients written by
-hand with NumPy, in one run, with the peak memory each adds.
+"""A broad benchmark: sixteen workloads that users run, each from a named source, timed side by
+side in one run through gradients written by hand with NumPy, PyTorch eager (CPU,
+torch.autograd), HIPS autograd, arraygrad on NumPy and arraygrad on torch, with the peak memory
+each adds and the ratios of issue 50's goals.
 
-Every loss is written once against the Array API (``xp``): arraygrad's namespace
-``ag.namespace("numpy")`` on Variables, ``array_api_compat.torch`` on tensors. Before anything
-is timed, arraygrad's gradients (and the hand-written ones) are checked against PyTorch's;
-a disagreement, or a workload arraygrad cannot run, is reported and the run exits 1.
+Every loss is written once against the Array API (``xp``): arraygrad's namespaces
+``ag.namespace("numpy")`` and ``ag.namespace("torch")`` on Variables, ``array_api_compat.torch``
+on tensors, ``autograd.numpy`` under the standard's names (``HipsNames``). Before anything is
+timed, every library's gradients are checked against PyTorch's; a disagreement, or a workload
+arraygrad (either backend) or the hand-written NumPy cannot run, is reported as FAILED in the
+table and the run exits 1; a workload HIPS autograd cannot run is n/a, with the reason.
 BLAS and PyTorch threads are pinned to 1; times are the best over rounds in which each library
 runs 3 times in a row, the libraries taking turns (``bench/__main__.py``'s ``best_times``).
-Peak memory: arraygrad and hand-written NumPy by ``tracemalloc`` (NumPy reports its buffers to
-it: exact, and the graph's Python objects count too); PyTorch by the growth of the resident
-high-water mark (``VmHWM``, reset through ``/proc/self/clear_refs`` after ``malloc_trim``).
+Peak memory, the same way for every library: the growth of the resident high-water mark
+(``VmHWM``, reset through ``/proc/self/clear_refs`` after ``malloc_trim``), the least of 3; and,
+for arraygrad on NumPy and hand-written NumPy, ``tracemalloc``'s peak as well (NumPy reports its
+buffers to it; PyTorch's allocator does not).
 
     python -m bench.broad                      # all workloads, 5 rounds
+    python -m bench.broad --rounds 3 --write-results   # bench/README.md's broad results
     python -m bench.broad --quick              # small sizes, 1 round: a smoke run
     python -m bench.broad --only gp,rnn --json out.json
     python -m bench.compare HEAD~3 --module bench.broad   # before/after on two revisions
 
 The workloads (``WORKLOADS`` below; each class's docstring names its source):
-logreg, ridge, attention, gp, rnn, lbfgs, hvp, batched_linalg, mmd, mlp_digits, poisson,
-springs, tv, scipy.
+logreg, bcast_logistic, ridge, attention, gp, rnn, lbfgs, lbfgs_logreg, hvp, batched_linalg,
+mmd, mlp_digits, poisson, springs, tv, scipy.
 """
 
 import os
@@ -61,20 +66,72 @@ best_times = HARNESS.best_times
 
 
 # ------------------------------------------------------------------------------ the libraries
+HAND = "hand-written NumPy"
+TORCH = "PyTorch"
+AG = "arraygrad"
+AG_TORCH = "arraygrad (torch)"
+HIPS = "HIPS autograd"
+COLUMNS = (HAND, TORCH, HIPS, AG, AG_TORCH)  # the order of the tables (timing: the same)
+
+
 class ArraygradLib:
-    name = "arraygrad"
+    """arraygrad on its NumPy backend: NumPy arrays in Variables."""
+
+    name, kind, tensors = AG, "arraygrad", False
 
     def __init__(self):
         import arraygrad as ag
 
         self.ag, self.xp = ag, ag.namespace("numpy")
 
+    def array(self, a):
+        return a
+
+    def to_numpy(self, a):
+        return np.asarray(a)
+
     def variables(self, arrays):
-        return [self.ag.Variable(a, requires_grad=True) for a in arrays]
+        return [self.ag.Variable(self.array(a), requires_grad=True) for a in arrays]
+
+    def grads(self, variables):
+        return [self.to_numpy(v.grad.data) for v in variables]
+
+    def scipy_fun(self, f):
+        """``f(xp, x)``, a scalar, as SciPy's ``minimize(jac=True)`` calls it: NumPy in, the
+        value and the gradient out."""
+        value_and_grad = self.ag.value_and_grad(lambda x: f(self.xp, x))
+
+        def fun(x):
+            value, gradient = value_and_grad(self.array(x))
+            return float(value), np.asarray(self.to_numpy(gradient), dtype=np.float64)
+
+        return fun
+
+
+class ArraygradTorchLib(ArraygradLib):
+    """arraygrad on its torch backend (``ag.namespace("torch")``): CPU tensors in Variables,
+    the same loss code; the constants are tensors, as PyTorch's."""
+
+    name, kind, tensors = AG_TORCH, "arraygrad", True
+
+    def __init__(self):
+        import arraygrad as ag
+        import torch
+
+        torch.set_num_threads(1)
+        self.ag, self.torch, self.xp = ag, torch, ag.namespace("torch")
+
+    def array(self, a):
+        return self.torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+
+    def to_numpy(self, a):
+        return a.detach().numpy() if isinstance(a, self.torch.Tensor) else np.asarray(a)
 
 
 class TorchLib:
-    name = "PyTorch"
+    """PyTorch eager on CPU tensors (``array_api_compat.torch``), torch.autograd."""
+
+    name, kind, tensors = TORCH, "torch", True
 
     def __init__(self):
         import array_api_compat.torch as txp
@@ -85,13 +142,92 @@ class TorchLib:
         # SciPy's vendored array-api-compat calls torch.asarray on tensors that require grad.
         warnings.filterwarnings("ignore", message="torch.asarray: unspecified requires_grad")
 
-    def data(self, data):
-        """The workload's constants as tensors (once, before timing)."""
-        return {key: self.torch.from_numpy(value) if isinstance(value, np.ndarray)
-                and value.dtype.kind in "fiub" else value for key, value in data.items()}
+    def scipy_fun(self, f):
+        def fun(x):
+            t = self.torch.from_numpy(x).requires_grad_()
+            value = f(self.xp, t)
+            value.backward()
+            return value.item(), t.grad.numpy()
+
+        return fun
 
 
-HAND = "hand-written NumPy"
+def as_tensors(torch, data):
+    """A workload's constants as tensors (once, before timing): what PyTorch and arraygrad's
+    torch backend compute with."""
+    return {key: torch.from_numpy(value) if isinstance(value, np.ndarray)
+            and value.dtype.kind in "fiub" else value for key, value in data.items()}
+
+
+class HipsLib:
+    """HIPS autograd (``autograd.grad``) on ``autograd.numpy``, under the Array API's names
+    (``HipsNames``): the workloads' loss code as written."""
+
+    name, kind, tensors = HIPS, "hips", False
+
+    def __init__(self):
+        import autograd
+        import autograd.numpy as anp
+
+        self.autograd, self.xp = autograd, HipsNames(anp)
+
+    def scipy_fun(self, f):
+        value_and_grad = self.autograd.value_and_grad(lambda x: f(self.xp, x))
+
+        def fun(x):
+            value, gradient = value_and_grad(x)
+            return float(value), np.asarray(gradient, dtype=np.float64)
+
+        return fun
+
+
+class HipsNames:
+    """``autograd.numpy`` under the names of the Array API standard that the workloads use
+    where NumPy's differ (``permute_dims``, ``matrix_transpose``, ``linalg.diagonal``,
+    ``slogdet``'s named result) or where autograd has no VJP (``take``: indexing instead);
+    every other name is autograd.numpy's own."""
+
+    def __init__(self, anp):
+        self._np = anp
+        self.linalg = _HipsLinalg(anp)
+
+    def __getattr__(self, name):
+        return getattr(self._np, name)
+
+    def permute_dims(self, x, axes):
+        return self._np.transpose(x, axes)
+
+    def matrix_transpose(self, x):
+        return self._np.swapaxes(x, -1, -2)
+
+    def take(self, x, indices, axis=None):  # (autograd has no VJP of take in x: index it)
+        if axis is None:
+            return self._np.ravel(x)[indices]
+        return x[(slice(None),) * (axis % self._np.ndim(x)) + (indices,)]
+
+
+class _HipsLinalg:
+    def __init__(self, anp):
+        self._np = anp
+
+    def __getattr__(self, name):
+        return getattr(self._np.linalg, name)
+
+    def diagonal(self, x):  # (autograd's VJP takes these axes only; the same diagonal)
+        return self._np.diagonal(x, axis1=-1, axis2=-2)
+
+    def slogdet(self, x):
+        sign, logabsdet = self._np.linalg.slogdet(x)
+        return SlogdetResult(sign, logabsdet)
+
+
+class SlogdetResult:
+    def __init__(self, sign, logabsdet):
+        self.sign, self.logabsdet = sign, logabsdet
+
+
+LIBRARIES = {AG: ArraygradLib, AG_TORCH: ArraygradTorchLib, TORCH: TorchLib, HIPS: HipsLib}
+MODULES = {AG_TORCH: "torch", TORCH: "torch", HIPS: "autograd"}
 
 
 # ------------------------------------------------------------------------------ the workloads
@@ -102,38 +238,56 @@ class Workload:
 
     key = title = source = ""
     hand = None  # hand(params, data) -> list of gradients (computing the value as well)
+    not_for = {}  # library name -> why that library cannot run this workload's code
 
     def __init__(self, quick):
         self.params, self.data = self.make(np.random.default_rng(0), quick)
 
-    def prepare(self, ag_lib, torch_lib):
-        self.tdata = torch_lib.data(self.data)
+    def prepare(self, libs):
+        """Once, before checking and timing: the constants as tensors."""
+        torch = next((lib.torch for lib in libs.values() if lib.tensors), None)
+        self.tdata = as_tensors(torch, self.data) if torch is not None else None
 
-    def run_arraygrad(self, lib):
+    def data_for(self, lib):
+        return self.tdata if lib.tensors else self.data
+
+    def has_hand(self):
+        return self.hand is not None
+
+    def runner(self, lib):
+        """The step ``lib`` runs (its gradients as NumPy arrays); None for hand-written NumPy
+        (``lib`` None) where there is no hand-written gradient."""
+        if lib is None:
+            return (lambda: self.hand(self.params, self.data)) if self.has_hand() else None
+        run = getattr(self, "run_" + lib.kind)
+        return lambda: run(lib)
+
+    def run_arraygrad(self, lib):  # either backend
         variables = lib.variables(self.params)
-        self.loss(lib.xp, variables, self.data).backward()
-        return [v.grad.data for v in variables]
+        self.loss(lib.xp, variables, self.data_for(lib)).backward()
+        return lib.grads(variables)
 
     def run_torch(self, lib):
         tensors = [lib.torch.from_numpy(p).requires_grad_() for p in self.params]
         self.loss(lib.xp, tensors, self.tdata).backward()
         return [t.grad.numpy() for t in tensors]
 
-    def run_hand(self):
-        return self.hand(self.params, self.data)
+    def run_hips(self, lib):
+        data = self.data
+        return list(lib.autograd.grad(lambda ps: self.loss(lib.xp, ps, data))(list(self.params)))
 
     def check(self, runs):
-        """Every library's gradients against PyTorch's, before anything is timed."""
-        expected = runs["PyTorch"]()
+        """Every library's gradients against PyTorch's, before anything is timed: a dict, for
+        each library that differs or cannot run, of what went wrong."""
+        expected = runs[TORCH]()
+        problems = {}
         for name, run in runs.items():
-            if name == "PyTorch":
-                continue
-            try:
-                got = run()
-            except Exception as error:
-                raise RuntimeError(f"{name} cannot run {self.key}: "
-                                   f"{type(error).__name__}: {error}") from error
-            check_close(f"{self.key}: {name}", got, expected)
+            if name != TORCH:
+                try:
+                    check_close(f"{self.key}: {name}", run(), expected)
+                except Exception as error:  # a wrong gradient, or code a library cannot run
+                    problems[name] = error
+        return problems
 
 
 def log_sum_exp_rows(xp, raw):
@@ -169,15 +323,56 @@ class LogReg(Workload):
 
     @staticmethod
     def hand(params, d):
+        return LogReg.value_and_grads(params, d)[1]
+
+    @staticmethod
+    def value_and_grads(params, d):
         W, b = params
         raw = d["X"] @ W.T + b
         m = raw.max(axis=1, keepdims=True)
         e = np.exp(raw - m)
         total = e.sum(axis=1, keepdims=True)
         per_sample = np.log(total[:, 0]) + m[:, 0] - np.sum(d["onehot"] * raw, axis=1)
-        value = d["sw"] @ per_sample / d["sw_sum"] + 0.5 * d["l2"] * np.sum(W * W)  # noqa: F841
+        value = d["sw"] @ per_sample / d["sw_sum"] + 0.5 * d["l2"] * np.sum(W * W)
         graw = (e / total - d["onehot"]) * (d["sw"] / d["sw_sum"])[:, None]
-        return [graw.T @ d["X"] + d["l2"] * W, graw.sum(axis=0)]
+        return value, [graw.T @ d["X"] + d["l2"] * W, graw.sum(axis=0)]
+
+
+class BroadcastLogistic(Workload):
+    """A broadcast-heavy logistic loss on 2^20 values: the two-parameter logistic item-response
+    model (Birnbaum 1968; as ``mirt`` and ``py-irt`` fit it), ``P(y_ij = 1) =
+    sigmoid(a_j (theta_i - b_j))`` for 1,024 persons and 1,024 items, every logit built by
+    broadcasting a row against a column, mean binary log loss (``logaddexp(0, z) - y z``) plus a
+    standard normal prior on the abilities; gradients in ``theta``, ``b`` and ``a``."""
+
+    key, title, source = "bcast_logistic", "broadcast logistic loss (2PL), 1024x1024 = 2^20", \
+        "Birnbaum 1968 2PL / mirt"
+
+    def make(self, rng, quick):
+        n, m = (32, 32) if quick else (1024, 1024)
+        theta, b, a = rng.standard_normal(n), rng.standard_normal(m), rng.uniform(0.5, 2.0, m)
+        p = 1.0 / (1.0 + np.exp(-a * (theta[:, None] - b)))
+        y = (rng.uniform(size=(n, m)) < p).astype(np.float64)
+        params = [0.1 * rng.standard_normal(n), 0.1 * rng.standard_normal(m), np.ones(m)]
+        return params, {"y": y, "count": y.size}
+
+    @staticmethod
+    def loss(xp, params, d):
+        theta, b, a = params
+        z = a[None, :] * (theta[:, None] - b[None, :])
+        nll = xp.mean(xp.logaddexp(xp.zeros_like(z), z) - d["y"] * z)
+        return nll + 0.5 * xp.sum(theta * theta) / d["count"]
+
+    @staticmethod
+    def hand(params, d):
+        theta, b, a = params
+        y = d["y"]
+        diff = theta[:, None] - b
+        z = a * diff
+        value = np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * (theta @ theta) / y.size  # noqa
+        g = (1.0 / (1.0 + np.exp(-z)) - y) / y.size
+        ga = g * a
+        return [ga.sum(axis=1) + theta / y.size, -ga.sum(axis=0), np.sum(g * diff, axis=0)]
 
 
 class Ridge(Workload):
@@ -279,11 +474,11 @@ class GaussianProcess(Workload):
     determinant, ``linalg.solve`` for ``K^-1 y`` (the standard has no triangular solve). The
     hand-written gradient is sklearn's ``0.5 * trace((a a^T - K^-1) dK/dtheta)``."""
 
-    key, title, source = "gp", "GP neg. log marginal likelihood, n=200", \
+    key, title, source = "gp", "GP neg. log marginal likelihood, n=400", \
         "GPML Alg. 2.1 / sklearn GPR"
 
     def make(self, rng, quick):
-        n = 30 if quick else 200
+        n = 30 if quick else 400
         X = rng.uniform(-3, 3, (n, 3))
         y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(n)
         d2 = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
@@ -319,13 +514,13 @@ class GaussianProcess(Workload):
 
 class RNN(Workload):
     """An Elman (tanh) RNN, ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (the
-    formula of PyTorch's ``torch.nn.RNN`` docs), 50 steps, batch 32, 16 inputs, hidden 64; a
+    formula of PyTorch's ``torch.nn.RNN`` docs), 200 steps, batch 32, 16 inputs, hidden 64; a
     linear read-out of the last state, mean squared error; backpropagation through time."""
 
-    key, title, source = "rnn", "Elman RNN, 50 steps, batch 32, hidden 64", "torch.nn.RNN docs"
+    key, title, source = "rnn", "Elman RNN, 200 steps, batch 32, hidden 64", "torch.nn.RNN docs"
 
     def make(self, rng, quick):
-        T, B, I, H, O = (5, 4, 3, 6, 2) if quick else (50, 32, 16, 64, 4)
+        T, B, I, H, O = (5, 4, 3, 6, 2) if quick else (200, 32, 16, 64, 4)
         s = 1 / math.sqrt(H)
         params = [rng.uniform(-s, s, (H, I)), rng.uniform(-s, s, (H, H)), rng.uniform(-s, s, H),
                   rng.uniform(-s, s, H), rng.uniform(-s, s, (H, O))]
@@ -374,7 +569,7 @@ class LBFGS(Workload):
     (``scipy.optimize.rosen``) in 1,000 dimensions, 100 iterations (``maxiter``, no other
     stopping), the gradient from ``ag.value_and_grad`` as in examples/scipy_minimize.py; the
     whole ``minimize`` is timed. Hand-written: ``scipy.optimize.rosen`` and ``rosen_der``.
-    Checked: the gradient at the start, then the end point and the number of evaluations."""
+    Checked: every library's value and gradient at every point any library's minimize visits."""
 
     key, title, source = "lbfgs", "SciPy L-BFGS-B, Rosenbrock 1000-d, 100 its", \
         "scipy.optimize / examples/scipy_minimize.py"
@@ -385,34 +580,35 @@ class LBFGS(Workload):
         x0[1::2] = 1.0
         return [x0], {"maxiter": iterations}
 
-    def prepare(self, ag_lib, torch_lib):
-        xp, torch, txp = ag_lib.xp, torch_lib.torch, torch_lib.xp
-        value_and_grad = ag_lib.ag.value_and_grad(lambda x: rosenbrock(xp, x))
+    options = {"maxfun": 10**6, "gtol": 0.0, "ftol": 0.0}
 
-        def ag_fun(x):
-            value, gradient = value_and_grad(x)
-            return float(value), np.asarray(gradient, dtype=np.float64)
+    @staticmethod
+    def objective(xp, x, d):
+        return rosenbrock(xp, x)
 
-        def torch_fun(x):
-            t = torch.from_numpy(x).requires_grad_()
-            value = rosenbrock(txp, t)
-            value.backward()
-            return value.item(), t.grad.numpy()
+    @staticmethod
+    def hand_fun(x, d):
+        import scipy.optimize
 
-        def hand_fun(x):
-            import scipy.optimize
+        return scipy.optimize.rosen(x), scipy.optimize.rosen_der(x)
 
-            return scipy.optimize.rosen(x), scipy.optimize.rosen_der(x)
-
-        self.funs = {"arraygrad": ag_fun, "PyTorch": torch_fun, HAND: hand_fun}
+    def prepare(self, libs):
+        super().prepare(libs)
+        self.funs = {HAND: lambda x: self.hand_fun(x, self.data)}
+        for name, lib in libs.items():
+            data = self.data_for(lib)
+            self.funs[name] = lib.scipy_fun(lambda xp, x, data=data: self.objective(xp, x, data))
         self.evaluations = {}
+
+    def runner(self, lib):
+        name = HAND if lib is None else lib.name
+        return lambda: self._minimize(name)
 
     def _minimize(self, name, fun=None):
         from scipy.optimize import minimize
 
         result = minimize(fun or self.funs[name], self.params[0], jac=True, method="L-BFGS-B",
-                          options={"maxiter": self.data["maxiter"], "maxfun": 10**6,
-                                   "gtol": 0.0, "ftol": 0.0})
+                          options={"maxiter": self.data["maxiter"], **self.options})
         self.evaluations[name] = result.nfev
         return [result.x, np.array(result.fun)]
 
@@ -420,38 +616,69 @@ class LBFGS(Workload):
         """Each library's value and gradient at every point any library's minimize visits,
         against PyTorch's at the same point: the paths themselves part by rounding (Rosenbrock's
         valley), so that the end points and the counts of evaluations differ a little."""
-        points = []
+        points, problems = [], {}
         for name in runs:
             fun = self.funs[name]
-            self._minimize(name, lambda x, fun=fun: points.append(x.copy()) or fun(x))
+            try:
+                self._minimize(name, lambda x, fun=fun: points.append(x.copy()) or fun(x))
+            except Exception as error:
+                problems[name] = error
         for x in points:
-            value, gradient = self.funs["PyTorch"](x.copy())
+            value, gradient = self.funs[TORCH](x.copy())
             for name in runs:
-                if name != "PyTorch":
-                    got = self.funs[name](x.copy())
-                    check_close(f"{self.key}: {name} at a point of the path", [got[0], got[1]],
-                                [value, gradient])
+                if name != TORCH and name not in problems:
+                    try:
+                        got = self.funs[name](x.copy())
+                        check_close(f"{self.key}: {name} at a point of the path",
+                                    [got[0], got[1]], [value, gradient])
+                    except Exception as error:
+                        problems[name] = error
         print(f"  {self.key}: evaluations of f and its gradient in {self.data['maxiter']} "
               "iterations: " + ", ".join(f"{name} {count}" for name, count in
                                          self.evaluations.items()))
+        return problems
 
-    def run_arraygrad(self, lib):
-        return self._minimize("arraygrad")
 
-    def run_torch(self, lib):
-        return self._minimize("PyTorch")
+class LBFGSLogReg(LBFGS):
+    """scikit-learn's ``LogisticRegression(solver="lbfgs")`` fit: ``scipy.optimize.minimize``
+    with ``method="L-BFGS-B", jac=True`` and sklearn's options (``maxiter`` 100, ``gtol`` 1e-4,
+    ``ftol`` 64 eps, ``maxls`` 50; sklearn/linear_model/_logistic.py) on the multinomial loss
+    of ``logreg`` (5,000 x 64, 10 classes, L2, sample weights) in the flattened coefficients
+    and intercepts, from zero; the whole ``minimize`` is timed. Hand-written: ``logreg``'s."""
 
-    def run_hand(self):
-        return self._minimize(HAND)
+    key, title, source = "lbfgs_logreg", "L-BFGS-B logistic regression, 5000x64, 10 classes", \
+        "sklearn LogisticRegression(solver='lbfgs')"
+    options = {"maxls": 50, "gtol": 1e-4, "ftol": 64 * np.finfo(float).eps}
+
+    def make(self, rng, quick):
+        (W, b), data = LogReg.make(self, rng, quick)
+        # Labels that the features predict (a multinomial model, Gumbel-max sampling), so that
+        # the fit takes the iterations a real one does (on random labels it stops after four).
+        raw = data["X"] @ rng.standard_normal(W.shape).T
+        labels = np.argmax(raw + rng.gumbel(size=raw.shape), axis=1)
+        data.update(onehot=np.eye(W.shape[0])[labels], maxiter=100, shape=W.shape)
+        return [np.zeros(W.size + b.size)], data
+
+    @staticmethod
+    def objective(xp, x, d):
+        k, p = d["shape"]
+        return LogReg.loss(xp, [xp.reshape(x[:k * p], (k, p)), x[k * p:]], d)
+
+    @staticmethod
+    def hand_fun(x, d):
+        k, p = d["shape"]
+        value, (gW, gb) = LogReg.value_and_grads([x[:k * p].reshape(k, p), x[k * p:]], d)
+        return value, np.concatenate([gW.ravel(), gb])
 
 
 class HVP(Workload):
     """Hessian-vector products for Newton-CG: scikit-learn's binary LogisticRegression objective
     (``LinearModelLoss(HalfBinomialLoss)``, ``mean(log(1 + exp(Xw)) - y Xw) + l2/2 ||w||^2``),
     whose ``gradient_hessian_product`` feeds ``solver="newton-cg"``. arraygrad: ``ag.hvp``
-    (forward over reverse, docs/transforms.md); PyTorch: double backward
-    (``autograd.grad`` with ``create_graph=True``, then of ``g`` against ``v``); hand-written:
-    ``X^T (p (1 - p) X v) / n + l2 v``, sklearn's product."""
+    (forward over reverse, docs/transforms.md); HIPS autograd: its ``hessian_vector_product``
+    (reverse over reverse); PyTorch: double backward (``autograd.grad`` with
+    ``create_graph=True``, then of ``g`` against ``v``); hand-written: ``X^T (p (1 - p) X v) / n
+    + l2 v``, sklearn's product."""
 
     key, title, source = "hvp", "Hessian-vector product, logistic loss", \
         "sklearn LinearModelLoss.gradient_hessian_product"
@@ -471,9 +698,14 @@ class HVP(Workload):
                 + 0.5 * d["l2"] * xp.sum(w * w))
 
     def run_arraygrad(self, lib):
+        data = self.data_for(lib)
+        f = lambda w: self.loss(lib.xp, [w], data)  # noqa: E731
+        _, (hv,) = lib.ag.hvp(f, (lib.array(self.params[0]),), (lib.array(self.data["v"]),))
+        return [lib.to_numpy(hv)]
+
+    def run_hips(self, lib):  # reverse over reverse: autograd's own hessian_vector_product
         f = lambda w: self.loss(lib.xp, [w], self.data)  # noqa: E731
-        _, (hv,) = lib.ag.hvp(f, (self.params[0],), (self.data["v"],))
-        return [np.asarray(hv)]
+        return [lib.autograd.hessian_vector_product(f)(self.params[0], self.data["v"])]
 
     def run_torch(self, lib):
         torch = lib.torch
@@ -776,6 +1008,8 @@ class ScipyCode(Workload):
 
     key, title, source = "scipy", "scipy.stats.zscore + scipy.special.logsumexp", \
         "SciPy (SCIPY_ARRAY_API=1)"
+    not_for = {HIPS: "SciPy's Array API code does not take autograd's ArrayBox (no "
+                     "__array_namespace__)"}
 
     def make(self, rng, quick):
         n, p, k = (100, 6, 3) if quick else (2000, 32, 10)
@@ -809,8 +1043,9 @@ class ScipyCode(Workload):
         return [X.T @ graw]
 
 
-WORKLOADS = [LogReg, Ridge, Attention, GaussianProcess, RNN, LBFGS, HVP, BatchedLinalg, MMD,
-             MLPDigits, Poisson, Springs, TotalVariation, ScipyCode]
+WORKLOADS = [LogReg, BroadcastLogistic, Ridge, Attention, GaussianProcess, RNN, LBFGS,
+             LBFGSLogReg, HVP, BatchedLinalg, MMD, MLPDigits, Poisson, Springs, TotalVariation,
+             ScipyCode]
 
 
 # ------------------------------------------------------------------------------ checking
@@ -860,6 +1095,58 @@ def resident_peak_mib(function):
 
 
 # ------------------------------------------------------------------------------ running
+# --libraries (as python -m bench's, and what bench.compare passes): PyTorch always runs, every
+# gradient being checked against its.
+LIBRARY_OPTIONS = {"HandNumpy": HAND, "Arraygrad": AG, "ArraygradTorch": AG_TORCH,
+                   "HipsAutograd": HIPS, "Torch": TORCH}
+GOAL_AG, GOAL_AG_TORCH, GOAL_PEAK = 1.2, 1.3, 1.0
+RESULTS_START = ("<!-- broad results: written by `python -m bench.broad --write-results`; "
+                 "do not edit by hand -->")
+RESULTS_END = "<!-- end of broad results -->"
+
+
+class Row:
+    """One workload's figures: best times (s), peak memory by the resident high-water mark and
+    by tracemalloc (MiB), and, for each library that did not run, why (``status``: name ->
+    (kind, text), kind "n/a" or "FAILED")."""
+
+    def __init__(self, workload, times, rss, traced, status):
+        self.workload, self.times, self.rss, self.traced = workload, times, rss, traced
+        self.status = status
+
+    def ratio(self, top, bottom, figures):
+        if figures.get(top) is None or not figures.get(bottom):
+            return None
+        return figures[top] / figures[bottom]
+
+    def ag_time_ratio(self):  # arraygrad on NumPy against the slower of NumPy and PyTorch
+        limits = [self.times[n] for n in (HAND, TORCH) if self.times.get(n) is not None]
+        if self.times.get(AG) is None or not limits:
+            return None
+        return self.times[AG] / max(limits)
+
+
+def describe(error):
+    """One line for a library that could not run a workload or computed something else."""
+    if isinstance(error, GradientMismatch):
+        return str(error).split(": ", 1)[-1]
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    text = f"{type(error).__name__}: {text}"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def chosen(option):
+    if not option:
+        return list(COLUMNS)
+    names = [n.strip() for n in option.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LIBRARY_OPTIONS]
+    if unknown:
+        raise SystemExit(f"unknown library {', '.join(unknown)}: choose from "
+                         f"{', '.join(LIBRARY_OPTIONS)}")
+    wanted = {LIBRARY_OPTIONS[n] for n in names} | {TORCH}
+    return [name for name in COLUMNS if name in wanted]
+
+
 def run(args):
     keys = [w.key for w in WORKLOADS]
     wanted = keys if not args.only else [k.strip().lower() for k in args.only.split(",")]
@@ -869,88 +1156,220 @@ def run(args):
                          f"{', '.join(keys)}")
     if importlib.util.find_spec("torch") is None:
         raise SystemExit("bench.broad checks every gradient against PyTorch's: pip install torch")
-    ag_lib, torch_lib = ArraygradLib(), TorchLib()
+    columns = chosen(args.libraries)
+    args.load = [os.getloadavg()[0]] if hasattr(os, "getloadavg") else []
+    libs, missing = {}, {}
+    for name in columns:
+        if name == HAND:
+            continue
+        module = MODULES.get(name)
+        if module is not None and importlib.util.find_spec(module) is None:
+            missing[name] = f"{module} is not installed"
+            continue
+        try:
+            libs[name] = LIBRARIES[name]()
+        except Exception as error:  # e.g. arraygrad's torch backend not registered
+            missing[name] = describe(error)
     import scipy.optimize  # noqa: F401  (imported before the collector's freeze, as torch)
 
     gc.collect()
     gc.freeze()  # as bench/__main__.py: a full collection does not scan torch's modules
     rounds = args.rounds if args.rounds is not None else 1 if args.quick else 5
     in_a_row = 1 if args.quick and args.rounds is None else 3
+    memory_repeats = 1 if args.quick else 3
     print(f"threads pinned to 1; best of {in_a_row} runs in a row, libraries taking turns, "
           f"{rounds} round(s){' (--quick: small sizes)' if args.quick else ''}; "
           f"gradients checked against PyTorch's first\n{HARNESS.machine()}\n", flush=True)
-    rows, results, failures = [], [], []
+    rows, results, failures, problems_out = [], [], [], {}
     for workload_class in WORKLOADS:
         if workload_class.key not in wanted:
             continue
         key = workload_class.key
+        status = {name: ("n/a", reason) for name, reason in missing.items()}
         try:
             workload = workload_class(args.quick)
-            workload.prepare(ag_lib, torch_lib)
-            runs = {"PyTorch": lambda: workload.run_torch(torch_lib),
-                    "arraygrad": lambda: workload.run_arraygrad(ag_lib)}
-            if workload.hand is not None or type(workload).run_hand is not Workload.run_hand:
-                runs[HAND] = workload.run_hand
-            workload.check(runs)
-        except Exception as error:  # a wrong gradient, or a workload a library cannot run
+            workload.prepare(libs)
+            runs = {}
+            for name in columns:
+                if name in workload.not_for:
+                    status[name] = ("n/a", workload.not_for[name])
+                elif name == HAND:
+                    if workload.runner(None) is not None:
+                        runs[HAND] = workload.runner(None)
+                elif name in libs:
+                    runs[name] = workload.runner(libs[name])
+            for name, error in workload.check(runs).items():
+                if name == HIPS and not isinstance(error, GradientMismatch):
+                    status[name] = ("n/a", describe(error))  # another library's limits
+                else:
+                    status[name] = ("FAILED", describe(error))
+                    if not isinstance(error, GradientMismatch):
+                        traceback.print_exception(error)
+                del runs[name]
+        except Exception as error:  # PyTorch itself cannot run it: a fault of the benchmark
             failures.append(key)
-            print(f"FAILED {key}: {error}", flush=True)
-            if not isinstance(error, GradientMismatch):
-                traceback.print_exc()
+            print(f"FAILED {key}: {describe(error)}", flush=True)
+            traceback.print_exc()
             continue
+        for name, (kind, text) in status.items():
+            print(f"  {key}: {name}: {kind}: {text}", flush=True)
+            if kind == "FAILED" and key not in failures:
+                failures.append(key)
+        problems_out[key] = {name: f"{kind}: {text}" for name, (kind, text) in status.items()}
         names = list(runs)
         times = dict(zip(names, best_times([runs[n] for n in names], rounds, in_a_row)))
-        peaks = {"arraygrad": traced_peak_mib(runs["arraygrad"]),
-                 HAND: traced_peak_mib(runs[HAND]) if HAND in runs else None,
-                 "PyTorch": resident_peak_mib(runs["PyTorch"])}
+        rss = {name: min(resident_peak_mib(runs[name]) or 0.0 for _ in range(memory_repeats))
+               if resident_peak_mib(lambda: None) is not None else None for name in names}
+        traced = {name: traced_peak_mib(runs[name]) for name in names if name in (AG, HAND, HIPS)}
+        row = Row(workload, times, rss, traced, status)
+        rows.append(row)
         for name in names:
             results.append((key, "time", name, times[name] * 1e3, "ms",
-                            times[name] / times["PyTorch"]))
+                            times[name] / times[TORCH]))
         for name, count in getattr(workload, "evaluations", {}).items():
-            results.append((key, "evaluations", name, float(count), "", None))
-        for name in ("PyTorch", "arraygrad", HAND):
-            if peaks[name] is not None:
-                results.append((key, "peak", name, peaks[name], "MiB", None))
-        rows.append((workload, times, peaks))
-        print(f"  {key:<15} arraygrad {times['arraygrad'] * 1e3:9.3f} ms   PyTorch "
-              f"{times['PyTorch'] * 1e3:9.3f} ms   ratio "
-              f"{times['arraygrad'] / times['PyTorch']:5.2f}", flush=True)
+            if name in runs:
+                results.append((key, "evaluations", name, float(count), "", None))
+        for name in names:
+            if rss[name] is not None:
+                results.append((key, "peak", name, rss[name], "MiB", None))
+        for name, figure in traced.items():
+            results.append((key, "peak traced", name, figure, "MiB", None))
+        for label, value in ratios(row):
+            if value is not None:
+                results.append((key, "goal ratio", label, value, "", None))
+        print(f"  {key:<15} " + "   ".join(f"{name} {times[name] * 1e3:.3f} ms"
+                                            for name in names), flush=True)
     print()
-    print_table(rows)
+    if args.load:
+        args.load.append(os.getloadavg()[0])
+        print(f"load average (1 minute) {args.load[0]:.2f} at the start, {args.load[1]:.2f} at "
+              f"the end, on {os.cpu_count()} cores\n")
+    lines = tables(rows)
+    print("\n".join(lines))
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"machine": HARNESS.machine(), "workloads": [r[0].key for r in rows],
-                       "failures": failures, "results": results}, out)
+            json.dump({"machine": HARNESS.machine(), "workloads": [r.workload.key for r in rows],
+                       "failures": failures, "problems": problems_out, "results": results}, out)
+    if args.write_results:
+        write_results(lines, args)
     if failures:
         print(f"\nFAILED: {', '.join(failures)}")
         return 1
     return 0
 
 
-def print_table(rows):
-    def ms(seconds):
-        return "—" if seconds is None else f"{seconds * 1e3:.3f}"
+def ratios(row):
+    """The goals' ratios: arraygrad on NumPy / the slower of hand-written NumPy and PyTorch;
+    arraygrad on torch / PyTorch; peak memory of each arraygrad / PyTorch's."""
+    return [(f"{AG} / max({HAND}, {TORCH}) time", row.ag_time_ratio()),
+            (f"{AG_TORCH} / {TORCH} time", row.ratio(AG_TORCH, TORCH, row.times)),
+            (f"{AG} / {TORCH} peak", row.ratio(AG, TORCH, row.rss)),
+            (f"{AG_TORCH} / {TORCH} peak", row.ratio(AG_TORCH, TORCH, row.rss))]
 
-    def mib(value):
-        return "—" if value is None else f"{value:.1f}"
 
-    header = ("workload", "source", "arraygrad ms", "PyTorch ms", "ag/torch", "hand ms",
-              "ag/hand", "ag MiB", "torch MiB", "hand MiB")
-    lines = [header]
-    for workload, times, peaks in rows:
-        hand = times.get(HAND)
-        lines.append((workload.key, workload.source, ms(times["arraygrad"]),
-                      ms(times["PyTorch"]), f"{times['arraygrad'] / times['PyTorch']:.2f}",
-                      ms(hand), "—" if hand is None else f"{times['arraygrad'] / hand:.2f}",
-                      mib(peaks["arraygrad"]), mib(peaks["PyTorch"]), mib(peaks[HAND])))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for number, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
-                        for i, (cell, w) in enumerate(zip(line, widths))))
-        if number == 0:
-            print("  ".join("-" * w for w in widths))
-    print("\nMiB: peak added while one step runs; arraygrad and hand-written NumPy by "
-          "tracemalloc, PyTorch by the resident high-water mark (coarser).")
+def tables(rows):
+    """The results as Markdown lines: times and their goals, peak memory and its goals, then a
+    note for every library that did not run a workload."""
+    notes = {}  # (workload, library) -> its note
+
+    def missing(row, name):
+        kind, text = row.status[name]
+        number = notes.setdefault((row.workload.key, name), (
+            len(notes) + 1, f"{kind} [{len(notes) + 1}]: `{row.workload.key}`, {name}: {text}"))[0]
+        return f"{kind} [{number}]"
+
+    def figure(row, figures, name, digits):
+        if name in row.status:
+            return missing(row, name)
+        value = figures.get(name)
+        return "—" if value is None else f"{value:,.{digits}f}"
+
+    def goal(value, bound, excess=None):
+        if value is None:
+            return "—"
+        if not over(value, bound):
+            return f"{value:.2f}"
+        return f"**{value:.2f} ✗**" + ("" if excess is None else f" (+{excess:.2f} MiB)")
+
+    def peak_goal(row, name):
+        value = row.ratio(name, TORCH, row.rss)
+        return goal(value, GOAL_PEAK, None if value is None else row.rss[name] - row.rss[TORCH])
+
+    def ms(row, name):
+        value = row.times.get(name)
+        return figure(row, {name: None if value is None else value * 1e3}, name, 3)
+
+    def table(header, body):
+        return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+            "| " + " | ".join(cells) + " |" for cells in body]
+
+    times = table(["workload", f"{HAND} ms", f"{TORCH} ms", f"{HIPS} ms", f"{AG} ms",
+                   f"{AG_TORCH} ms", f"{AG} / max(NumPy, {TORCH}) (≤ {GOAL_AG})",
+                   f"{AG_TORCH} / {TORCH} (≤ {GOAL_AG_TORCH})"],
+                  [[f"`{row.workload.key}`", ms(row, HAND), ms(row, TORCH), ms(row, HIPS),
+                    ms(row, AG), ms(row, AG_TORCH), goal(row.ag_time_ratio(), GOAL_AG),
+                    goal(row.ratio(AG_TORCH, TORCH, row.times), GOAL_AG_TORCH)]
+                   for row in rows])
+    peaks = table(["workload", f"{TORCH} MiB", f"{AG} MiB", f"{AG} / {TORCH} (≤ {GOAL_PEAK})",
+                   f"{AG_TORCH} MiB", f"{AG_TORCH} / {TORCH} (≤ {GOAL_PEAK})", f"{HAND} MiB",
+                   f"{HIPS} MiB", f"{AG} traced MiB", f"{HAND} traced MiB"],
+                  [[f"`{row.workload.key}`", figure(row, row.rss, TORCH, 2),
+                    figure(row, row.rss, AG, 2), peak_goal(row, AG),
+                    figure(row, row.rss, AG_TORCH, 2), peak_goal(row, AG_TORCH),
+                    figure(row, row.rss, HAND, 2), figure(row, row.rss, HIPS, 2),
+                    figure(row, row.traced, AG, 2), figure(row, row.traced, HAND, 2)]
+                   for row in rows])
+    missed = [f"`{row.workload.key}` {label} {value:.2f}" for row in rows
+              for label, value in ratios(row) if value is not None and over(value, (
+                  GOAL_AG if "max(" in label else GOAL_AG_TORCH if "time" in label
+                  else GOAL_PEAK))]
+    notes = [note for _, note in notes.values()]
+    return (["Times: best over the rounds, ms.", ""] + times + ["", "Peak memory one step adds, "
+            "MiB (the resident high-water mark for every library; tracemalloc's peak for "
+            "arraygrad on NumPy and hand-written NumPy).", ""] + peaks + [""]
+            + (["Over a goal (**✗**): " + "; ".join(missed) + "."] if missed else
+               ["Every figure within its goal."])
+            + ([""] + [f"- {note}" for note in notes] if notes else []))
+
+
+def over(value, bound):
+    """Over its goal as printed (two decimals): 1.004 is not over 1.0."""
+    return round(value, 2) > bound
+
+
+def revision():
+    """The checkout's commit, and whether its tracked files differ from it."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown revision"
+    return commit + (" with uncommitted changes" if dirty.strip() else "")
+
+
+def write_results(lines, args):
+    """Rewrite the broad results section of bench/README.md (between its markers)."""
+    import time
+
+    command = " ".join(["python -m bench.broad"] + [
+        option for option, given in (("--quick", args.quick), (f"--only {args.only}", args.only),
+                                     (f"--rounds {args.rounds}", args.rounds is not None),
+                                     (f"--libraries {args.libraries}", args.libraries)) if given]
+        + ["--write-results"])
+    head = [RESULTS_START, "",
+            f"Measured {time.strftime('%Y-%m-%d')} with `{command}`"
+            f"{' (a smoke run, small sizes)' if args.quick else ''} at {revision()} on "
+            f"{HARNESS.machine()}. Threads pinned to 1"
+            + (f"; load average (1 minute) {args.load[0]:.2f} at the start, {args.load[1]:.2f} "
+               f"at the end (other work on the machine slows every library, not alike)"
+               if len(args.load) == 2 else "") + ".", ""]
+    HARNESS.write_section(head + lines + ["", RESULTS_END], "Results: the broad benchmark",
+                          args.readme)
 
 
 def main(argv=None):
@@ -963,8 +1382,14 @@ def main(argv=None):
                                                    "each library once)")
     parser.add_argument("--json", help="also write the results to this file (as python -m "
                                        "bench --json, which python -m bench.compare reads)")
-    parser.add_argument("--libraries", help=argparse.SUPPRESS)  # (bench.compare passes it:
-    # all three always run, PyTorch being the reference of every check)
+    parser.add_argument("--write-results", action="store_true",
+                        help="rewrite the broad results section of bench/README.md with this "
+                             "run's tables, the date, the machine and the revision")
+    parser.add_argument("--readme", help="the file whose broad results section "
+                        "--write-results rewrites (default: bench/README.md)")
+    parser.add_argument("--libraries", help="comma-separated libraries (default: all): " +
+                        ", ".join(LIBRARY_OPTIONS) + "; PyTorch always runs, the reference "
+                        "of every check")
     return run(parser.parse_args(argv))
 
 

@@ -4,7 +4,7 @@ Several rounds of each; the median and the spread (lowest-highest) of every figu
 
     python -m bench.compare 668f74c                      # W1-W5 and I1, 5 rounds
     python -m bench.compare HEAD~3 --only W1,W2 --rounds 3
-    python -m bench.compare HEAD~3 --module bench.broad  # the broad benchmark's 14 workloads
+    python -m bench.compare HEAD~3 --module bench.broad  # the broad benchmark's 16 workloads
 
 The other revision is exported with ``git archive`` and installed, with its compiled engine where
 it has one, in its own virtual environment (``.bench-venvs/<commit>``, kept for later runs)

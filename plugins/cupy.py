@@ -24,11 +24,23 @@ def _namespace():
     return array_api_compat.cupy
 
 
+def _solve_triangular():
+    import cupy
+    from cupyx.scipy.linalg import solve_triangular
+
+    def solve(a, b, *, upper):
+        if a.ndim == 2 and b.ndim == 2:
+            return solve_triangular(a, b, lower=not upper)
+        return cupy.linalg.solve(a, b)  # cupyx's takes no batch: a batched LU solve instead
+    return solve
+
+
 @hookimpl
 def arraygrad_backend():
     return BackendSpec(
         name="cupy", library="cupy", arrays=("cupy:ndarray",), namespace=_namespace,
         to_numpy=lambda array: array.get(),  # the one device-to-host copy (comparisons only)
         # host_reads: a rule that reads values (bool(...)) would copy from the GPU.
-        capabilities={"host_reads": False, "reuse_unshared": True},
+        capabilities={"host_reads": False, "reuse_unshared": True,
+                      "solve_triangular": _solve_triangular},
         tolerances={"float16": (1e-2, 1e-3)})  # GPU reductions sum in another order

@@ -23,9 +23,22 @@ def _namespace():
     return jax.numpy
 
 
+def _solve_triangular():
+    import jax.numpy
+    from jax.scipy.linalg import solve_triangular
+
+    def solve(a, b, *, upper):
+        batch = jax.numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # (it broadcasts none)
+        a = jax.numpy.broadcast_to(a, batch + a.shape[-2:])
+        b = jax.numpy.broadcast_to(b, batch + b.shape[-2:])
+        return solve_triangular(a, b, lower=not upper)
+    return solve
+
+
 @hookimpl
 def arraygrad_backend():
     return BackendSpec(
         name="jax", library="jax", arrays=("jax:Array",), namespace=_namespace,
-        special="jax.scipy.special", capabilities={"inplace": False},
+        special="jax.scipy.special",
+        capabilities={"inplace": False, "solve_triangular": _solve_triangular},
         set_index=lambda array, key, value: array.at[key].set(value))  # immutable: a new array

@@ -28,6 +28,14 @@ def _scalar_as_array(value):
     return numpy.asarray(value) if isinstance(value, numpy.generic) else None
 
 
+def _solve_triangular():
+    """SciPy's triangular solve (batched, broadcasting); SciPy is optional: without it (an
+    ImportError) rules solve through the standard's ``linalg.solve``."""
+    from scipy.linalg import solve_triangular
+
+    return lambda a, b, *, upper: solve_triangular(a, b, lower=not upper, check_finite=False)
+
+
 def _random_state():
     import numpy
 
@@ -45,5 +53,6 @@ def arraygrad_backend():
     return BackendSpec(
         name="numpy", library="numpy", arrays=("numpy:ndarray", "numpy:generic"),
         namespace=_namespace, special="scipy.special",  # SciPy is optional
-        coerce=_scalar_as_array, capabilities={"reuse_unshared": True, "matmul_sums": True},
+        coerce=_scalar_as_array, capabilities={"reuse_unshared": True, "matmul_sums": True,
+                      "solve_triangular": _solve_triangular},
         random_state=_random_state, set_random_state=_set_random_state)

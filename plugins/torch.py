@@ -29,6 +29,12 @@ def _to_numpy(array):
     return array.detach().cpu().resolve_conj().resolve_neg().numpy()
 
 
+def _solve_triangular():
+    import torch
+
+    return lambda a, b, *, upper: torch.linalg.solve_triangular(a, b, upper=upper)
+
+
 def _random_state():
     """torch's default generator on the CPU, and on every CUDA device once CUDA is in use."""
     import torch
@@ -54,5 +60,6 @@ def arraygrad_backend():
         get_index=_torch_fixes.get_index, set_index=_torch_fixes.set_index,
         random_state=_random_state, set_random_state=_set_random_state,
         tracked=lambda tensor: tensor.requires_grad,
+        capabilities={"solve_triangular": _solve_triangular},
         # half precision computes with float32 accumulation at best: looser agreement.
         tolerances={"float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)})

@@ -199,9 +199,31 @@ def test_stack_concat_meshgrid_and_diff_refuse_options_by_position():
 def test_an_array_like_no_backend_owns_is_refused():
     pd = pytest.importorskip("pandas", reason="pandas is not installed")
     x = ag.Variable(np.ones(3), requires_grad=True)
+    series = pd.Series([1.0, 2.0, 3.0], index=[2, 1, 0])
     with pytest.raises(TypeError, match=r"add\(\) got a pandas.*Series, an array-like no "
                                         "backend owns"):
-        x + pd.Series([1.0, 2.0, 3.0], index=[2, 1, 0])
+        xp.add(x, series)
+    # As an operand its own reflected operator answers, as for ndarray + Series: pandas
+    # converts its operands, which a Variable that requires grad refuses.
+    with pytest.raises(ag.GradientError, match="cannot convert a Variable that requires grad"):
+        x + series
+    assert isinstance(x.detach() + series, pd.Series)
+
+
+def test_an_operand_that_wraps_variables_answers_the_operator():
+    """``v * DataArray`` is the DataArray's, as ``ndarray * DataArray`` is: xarray computes
+    ``DataArray * v`` with the Variable inside, so the product records (it was refused)."""
+    xr = pytest.importorskip("xarray", reason="xarray is not installed")
+    base = np.array([1.0, 2.0, 3.0])
+    x = ag.Variable(np.array(2.0), requires_grad=True)
+    out = x * xr.DataArray(base)
+    assert isinstance(out, xr.DataArray) and isinstance(out.data, ag.Variable)
+    less = x < xr.DataArray(base)
+    assert isinstance(less, xr.DataArray) and list(less.data.data) == [False, False, True]
+    xp.sum(out.data).backward()
+    assert _close(x.grad, np.sum(base))
+    with pytest.raises(TypeError, match="not an array"):  # no reflected operator: refused
+        x * object()
 
 
 def test_variable_refuses_a_list_of_variables_and_a_non_bool_flag():
@@ -431,3 +453,25 @@ def test_a_dtype_outside_the_standard_is_named_a_dtype():
         ag.namespace("numpy").float16
     with pytest.raises(AttributeError, match="not a function of the Array API standard"):
         ag.namespace("numpy").polyfit
+
+
+@pytest.mark.parametrize("mode", ["r", "raw"])
+def test_a_backends_own_value_of_an_option_the_rule_reads_is_refused(mode):
+    """NumPy's qr takes mode="r" (R alone) and "raw" (LAPACK's reflectors): passed on, either
+    came back read as the standard's (Q, R) pair, two rows of R with a gradient, silently."""
+    x = ag.Variable(np.ones((3, 2)) + np.eye(3, 2), requires_grad=True)
+    with pytest.raises(ValueError, match=f"mode='{mode}' is not one of the standard's values"):
+        xp.linalg.qr(x, mode=mode)
+    with ag.no_grad(), pytest.raises(ValueError, match="standard's values"):
+        xp.linalg.qr(x.detach(), mode=mode)
+    assert xp.linalg.qr(x, mode="complete").Q.shape == (3, 3)
+
+
+def test_pinv_hermitian_of_the_backend_is_refused():
+    """NumPy's pinv(hermitian=True) reads one triangle; the rule's gradient is of the whole
+    matrix: the value was NumPy's and the gradient another function's, silently
+    (np.linalg.pinv(v, hermitian=True) models the triangle, tests/test_numpy_api.py)."""
+    x = ag.Variable(np.eye(3) + np.triu(np.ones((3, 3))), requires_grad=True)
+    with pytest.raises(ValueError, match="hermitian=True is not one of the standard's values"):
+        xp.linalg.pinv(x, hermitian=True)
+    assert xp.linalg.pinv(x, hermitian=False).shape == (3, 3)

@@ -7,6 +7,7 @@ torch installed anew, so its end-to-end run is by hand. No timing is asserted he
 import argparse
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -111,22 +112,29 @@ def test_a_revisions_environment_is_reused_only_when_its_install_finished_with_t
     assert calls == [["git", "archive", "abc1234"]] * 2
 
 
-BROAD_WORKLOADS = ("logreg", "ridge", "attention", "gp", "rnn", "lbfgs", "hvp", "batched_linalg",
-                   "mmd", "mlp_digits", "poisson", "springs", "tv", "scipy")
+BROAD_WORKLOADS = ("logreg", "bcast_logistic", "ridge", "attention", "gp", "rnn", "lbfgs",
+                   "lbfgs_logreg", "hvp", "batched_linalg", "mmd", "mlp_digits", "poisson",
+                   "springs", "tv", "scipy")
+NO_TORCH = "bench.broad checks every gradient against PyTorch's: torch is not installed"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                    reason="bench.broad checks every gradient against PyTorch's: torch is not "
-                           "installed")
-def test_the_broad_benchmark_runs_every_workload_with_gradients_checked_against_pytorch(
-        tmp_path):
-    # bench.broad exits 1 where arraygrad's (or the hand-written) gradient differs from
-    # PyTorch's, or where a library cannot run a workload.
-    out = tmp_path / "broad.json"
+@pytest.fixture(scope="module")
+def broad_quick(tmp_path_factory):
+    """One ``python -m bench.broad --quick`` run, all workloads and libraries: its output and
+    its JSON report."""
+    out = tmp_path_factory.mktemp("broad") / "broad.json"
     done = subprocess.run([sys.executable, "-m", "bench.broad", "--quick", "--json", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return done, (json.loads(out.read_text()) if out.exists() else None)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
+def test_the_broad_benchmark_runs_every_workload_with_gradients_checked_against_pytorch(
+        broad_quick):
+    # bench.broad exits 1 where arraygrad's (or the hand-written) gradient differs from
+    # PyTorch's, or where arraygrad cannot run a workload, on either backend.
+    done, report = broad_quick
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(out.read_text())
     assert report["failures"] == [] and tuple(report["workloads"]) == BROAD_WORKLOADS
     rows = {(workload, measure, library): (figure, ratio)
             for workload, measure, library, figure, _, ratio in report["results"]}
@@ -135,8 +143,73 @@ def test_the_broad_benchmark_runs_every_workload_with_gradients_checked_against_
         ag_ms, ratio = rows[workload, "time", "arraygrad"]
         torch_ms, torch_ratio = rows[workload, "time", "PyTorch"]
         assert ag_ms > 0 and torch_ratio == 1.0 and ratio == pytest.approx(ag_ms / torch_ms)
-        assert (workload, "peak", "arraygrad") in rows
+        assert (workload, "time", "hand-written NumPy") in rows  # every workload has one
+        assert (workload, "peak", "arraygrad") in rows and (workload, "peak", "PyTorch") in rows
+        assert (workload, "peak traced", "arraygrad") in rows
+        goal, _ = rows[workload, "goal ratio",
+                       "arraygrad / max(hand-written NumPy, PyTorch) time"]
+        slower = max(rows[workload, "time", "hand-written NumPy"][0], torch_ms)
+        assert goal == pytest.approx(ag_ms / slower)
     assert ("lbfgs", "evaluations", "arraygrad") in rows
+    # the tables, with the goals' columns
+    assert "| workload | hand-written NumPy ms | PyTorch ms | HIPS autograd ms |" in done.stdout
+    assert "arraygrad / max(NumPy, PyTorch) (≤ 1.2)" in done.stdout
+    assert "arraygrad (torch) / PyTorch (≤ 1.3)" in done.stdout
+    assert "arraygrad / PyTorch (≤ 1.0)" in done.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
+def test_the_broad_benchmark_runs_every_workload_on_arraygrads_torch_backend(broad_quick):
+    done, report = broad_quick
+    rows = {(workload, measure, library): figure
+            for workload, measure, library, figure, _, _ in report["results"]}
+    for workload in BROAD_WORKLOADS:  # (a workload it cannot run fails the run: FAILED above)
+        assert ("arraygrad (torch)" not in report["problems"][workload]), workload
+        assert rows[workload, "time", "arraygrad (torch)"] > 0
+        assert (workload, "peak", "arraygrad (torch)") in rows
+        assert rows[workload, "goal ratio", "arraygrad (torch) / PyTorch time"] == \
+            pytest.approx(rows[workload, "time", "arraygrad (torch)"]
+                          / rows[workload, "time", "PyTorch"])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
+@pytest.mark.skipif(importlib.util.find_spec("autograd") is None,
+                    reason="HIPS autograd is not installed (pip install -e .[bench])")
+def test_the_broad_benchmark_runs_hips_autograd_where_it_can_and_says_why_not(broad_quick):
+    done, report = broad_quick
+    rows = {(workload, measure, library) for workload, measure, library, *_ in
+            report["results"]}
+    cannot = {workload for workload in BROAD_WORKLOADS
+              if "HIPS autograd" in report["problems"][workload]}
+    assert cannot == {"scipy"}  # SciPy's Array API code takes no ArrayBox
+    assert report["problems"]["scipy"]["HIPS autograd"].startswith("n/a: SciPy")
+    assert "n/a [1]: `scipy`, HIPS autograd: SciPy" in done.stdout
+    for workload in set(BROAD_WORKLOADS) - cannot:  # its gradients checked against PyTorch's
+        assert (workload, "time", "HIPS autograd") in rows, workload
+        assert (workload, "peak", "HIPS autograd") in rows, workload
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
+def test_the_broad_benchmark_writes_its_tables_between_the_readmes_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    text = (ROOT / "bench" / "README.md").read_text()
+    start, end = ("<!-- broad results: written by `python -m bench.broad --write-results`; "
+                  "do not edit by hand -->", "<!-- end of broad results -->")
+    assert start in text and end in text  # the section this writes
+    readme.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "bench.broad", "--quick", "--only", "ridge",
+                           "--libraries", "Arraygrad,HandNumpy", "--write-results", "--readme",
+                           str(readme)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    written = readme.read_text()
+    before, rest = written.split(start)
+    section, after = rest.split(end)
+    assert before == text.split(start)[0] and after == text.split(end)[1]  # the rest untouched
+    assert ("with `python -m bench.broad --quick --only ridge --libraries Arraygrad,HandNumpy "
+            "--write-results` (a smoke run, small sizes) at ") in section
+    assert re.search(r" at [0-9a-f]{7,}( with uncommitted changes)? on .* cores", section)
+    assert "| `ridge` |" in section and "| `tv` |" not in section
+    assert "Peak memory one step adds" in section
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")

@@ -16,6 +16,7 @@ M = rng.uniform(0.2, 1.5, (3, 3))
 R = rng.uniform(0.2, 1.5, (4, 3))
 W = rng.uniform(0.2, 1.5, 4)
 SYM = M + M.T + 4 * np.eye(3)
+E = rng.standard_normal((6, 6))  # its triangles differ: eigh(E, "U") and eigh(E, "L") too
 
 def _hermitian(lower):
     """The symmetric matrix of a lower triangle: what NumPy's eigh reads (torch's gradient
@@ -77,6 +78,20 @@ CASES = [
     ("einsum trace", lambda x: np.einsum("ii", x), M, lambda t, T: T.einsum("ii", t)),
     ("eigh UPLO=U", lambda x: np.linalg.eigh(x + SYM, UPLO="U")[0], M,
      lambda t, T: T.linalg.eigh(_hermitian(T.triu(t + T.tensor(SYM)).T))[0]),
+    # LAPACK fixes each eigenvector's sign differently for each triangle: NumPy's, for "U" too
+    ("eigh UPLO=U eigenvectors", lambda x: np.linalg.eigh(x, UPLO="U")[1], E, None),
+    ("eigh UPLO=U eigenvectors, batched", lambda x: np.linalg.eigh(x, "U").eigenvectors,
+     np.stack([E, E.T + 1]), None),
+    # NumPy's mode="r" is R alone (was read as a (Q, R) pair: two rows of R, or a crash)
+    ("qr mode=r", lambda x: np.linalg.qr(x, mode="r"), R,
+     lambda t, T: T.linalg.qr(t, mode="reduced")[1]),
+    ("qr mode=r of a wide matrix", lambda x: np.linalg.qr(x[:2], mode="r"), R, None),
+    # hermitian=True: NumPy goes through eigh, which reads the lower triangle only
+    ("svd hermitian=True U", lambda x: np.linalg.svd(x, hermitian=True)[0], E, None),
+    ("svd hermitian=True Vh", lambda x: np.linalg.svd(x + x.T, hermitian=True).Vh, E, None),
+    ("svd hermitian=True compute_uv=False", lambda x: np.linalg.svd(
+        x, compute_uv=False, hermitian=True), E, None),
+    ("pinv hermitian=True", lambda x: np.linalg.pinv(x, hermitian=True), E, None),
     ("eigvalsh UPLO=L", lambda x: np.linalg.eigvalsh(x + SYM), M,
      lambda t, T: T.linalg.eigvalsh(_hermitian(T.tril(t + T.tensor(SYM))))),
     ("cov", lambda x: np.cov(x), R, lambda t, T: T.cov(t)),
@@ -181,6 +196,7 @@ def test_the_committed_docs_list_what_the_tables_say():
     (lambda v: np.hstack([v, v], casting="no"), "casting="),
     (lambda v: np.histogram(v), "histogram.*requires grad"),
     (lambda v: np.convolve(v[0], v[1]), "convolve.*compose"),
+    (lambda v: np.linalg.qr(v, mode="raw"), "mode='raw'"),  # was read as a (Q, R) pair
 ])
 def test_unsupported_arguments_are_refused_by_name(call, argument):
     with pytest.raises(TypeError, match=argument):
@@ -195,3 +211,44 @@ def test_value_only_functions_unwrap_keyword_variables():
     np.testing.assert_array_equal(np.iscomplex(v), np.zeros((4, 3), bool))
     counts, edges = np.histogram(ag.Variable(R))  # needs no grad: NumPy's own result
     np.testing.assert_array_equal(counts, np.histogram(R)[0])
+
+
+def test_eigh_upper_gives_numpys_eigenvectors_for_complex_matrices_too():
+    z = E + 1j * np.random.default_rng(3).standard_normal((6, 6))
+    w, v = np.linalg.eigh(ag.Variable(z, requires_grad=True), "U")
+    np.testing.assert_allclose(w.data, np.linalg.eigh(z, "U")[0], rtol=1e-12)
+    np.testing.assert_allclose(v.data, np.linalg.eigh(z, "U")[1], rtol=1e-10, atol=1e-12)
+
+
+def test_a_variable_that_requires_grad_converts_to_integers_but_not_to_floats():
+    """``np.int64(v)``, ``np.asarray(v, dtype=bool)``: integers and booleans have no derivative
+    to lose (as ``int(v)`` and ``xp.astype(v, xp.int64)``); floating values would leave the
+    graph, and are refused."""
+    v = ag.Variable(np.array([0.7, 2.2, 1.0]), requires_grad=True)
+    indices = np.int64(v)
+    assert indices.dtype == np.int64 and list(indices) == [0, 2, 1]
+    assert list(np.asarray(v, dtype=bool)) == [True, True, True]
+    assert np.array([v, v], dtype=np.uint8).shape == (2, 3)
+    for convert in (np.asarray, np.float64, lambda v: np.asarray(v, dtype=np.float32)):
+        with pytest.raises(ag.GradientError, match="cannot convert a Variable that requires"):
+            convert(v)
+    w = ag.Variable(np.ones((5, 2)), requires_grad=True)  # HIPS autograd's test_cast_to_int
+    np.sum(w[:, :-1][np.int64(w[:, -1])]).backward()
+    np.testing.assert_array_equal(w.grad.data, [[0, 0]] + [[5, 0]] + [[0, 0]] * 3)
+
+
+def test_eigh_upper_and_hermitian_svd_on_torch_give_numpys_vectors():
+    torch = pytest.importorskip("torch")
+    v = ag.Variable(torch.tensor(E), requires_grad=True)
+    w, vectors = np.linalg.eigh(v, "U")
+    np.testing.assert_allclose(vectors.detach().numpy(), np.linalg.eigh(E, "U")[1], atol=1e-12)
+    u = np.linalg.svd(v + v.mT, hermitian=True)[0]
+    np.testing.assert_allclose(u.detach().numpy(), np.linalg.svd(E + E.T, hermitian=True)[0],
+                               atol=1e-12)
+
+
+def test_matrix_rank_hermitian_reads_the_lower_triangle_as_numpy():
+    a = np.array([[1.0, 5.0], [1.0, 1.0]])  # rank 2; the Hermitian matrix of its tril: 1
+    assert np.linalg.matrix_rank(a, hermitian=True) == 1 and np.linalg.matrix_rank(a) == 2
+    v = ag.Variable(a, requires_grad=True)
+    assert np.linalg.matrix_rank(v, hermitian=True) == np.linalg.matrix_rank(a, hermitian=True)

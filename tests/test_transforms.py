@@ -204,3 +204,35 @@ def test_a_closure_over_a_variable_that_requires_grad_returns_a_connected_variab
     assert isinstance(g, ag.Variable) and g.requires_grad
     XP.sum(g).backward()
     np.testing.assert_allclose(w.grad.data, np.sum(2 * _X0))
+
+
+def test_jvp_never_writes_into_a_tangent_it_was_given():
+    """An assignment into a fresh copy (``y = xp.asarray(x, copy=True); y[0] = 5``, SciPy's
+    ``xpx.at(x, i).set(v, copy=True)``) may write into the copy's own array; the forward mode
+    replays that assignment on the tangent, which is the caller's array (a copy's tangent is
+    the input's) and may be used by another node too: it must not be written into."""
+    def f(x):
+        y = XP.asarray(x, copy=True)
+        y[0] = 5.0
+        return y * 2 + XP.sum(x)  # x's tangent also reaches the sum
+    x, t = np.array([0.5, -0.2, 1.0]), np.array([1.0, 2.0, 3.0])
+    _, tangent = ag.jvp(f, (x,), (t.copy(),))
+    np.testing.assert_array_equal(t, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(tangent, [6.0, 10.0, 12.0])
+    given = t.copy()
+    ag.jvp(f, (x,), (given,))
+    np.testing.assert_array_equal(given, t)  # the caller's array is as it was
+    np.testing.assert_allclose(ag.jvp(f, (x,), (given,))[1], tangent)  # and a rerun agrees
+
+
+@pytest.mark.parametrize("f", [lambda x: np.allclose(x, x * 3.0 / 3.0), lambda x: XP.sum(x > 1),
+                               lambda x: XP.argmax(x)], ids=["allclose", "count", "argmax"])
+def test_grad_of_a_boolean_or_integer_value_is_refused(f):
+    """Such a value has no derivative: zeros would hide the mistake (JAX and HIPS autograd
+    raise TypeError too). A constant floating value still has a gradient of zeros."""
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="floating value"):
+        ag.grad(f)(x)
+    with pytest.raises(TypeError, match="floating value"):
+        ag.hvp(f, (x,), (x,))
+    np.testing.assert_array_equal(ag.grad(lambda x: 1.0)(x), np.zeros(3))

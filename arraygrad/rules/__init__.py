@@ -20,7 +20,7 @@ from ._core import (LINEAR, MULTILINEAR, NONDIFFERENTIABLE, OUTSIDE_STANDARD, RE
                     RULES, TRANSPOSE, BackendQueries, Rule, RuleInterface, backends, broadcasts,
                     capable, conj, defjoint,
                     defvjp, device_of, expand_reduced, get_index, host_reads, is_complex,
-                    is_complex_dtype, no_rule, nondifferentiable, normalize_axis, set_index,
+                    is_complex_dtype, kernel, no_rule, nondifferentiable, normalize_axis, set_index,
                     forget_capabilities, sum_axes, sum_to)
 from . import (creation, elementwise, fft, indexing, linalg, linalg_eig,  # noqa: F401
                linear_algebra, manipulation, searching, statistical, utility)

@@ -55,6 +55,10 @@ class RuleInterface:
 
     __slots__ = ()
 
+    asks_needed = False
+    """Whether the joint VJP takes ``needed=``: per array argument, whether its gradient is
+    wanted (the others it may leave as None, skipping their work)."""
+
     def keeps_none(self, node) -> bool:
         """Whether the VJP takes None, not zeros, for an output that got no gradient."""
         return False
@@ -70,7 +74,8 @@ class Rule(RuleInterface):
 
     __slots__ = ("name", "display", "arrays", "sequence", "params", "vjps", "joint", "jvps",
                  "saves", "sources", "index", "keywords", "jvp_index", "jvp_keywords", "outputs",
-                 "pickers", "users", "positional", "forward", "symbolic_zeros")
+                 "pickers", "users", "positional", "forward", "symbolic_zeros",
+                 "asks_needed")
 
     def __init__(self, name, arrays, vjps, *, joint=None, jvps=(), params=(), sequence=False,
                  outputs=1, forward=None, symbolic_zeros=False):
@@ -108,6 +113,10 @@ class Rule(RuleInterface):
         self.index, self.keywords = self._bind(backward, saves)
         self.jvp_index, self.jvp_keywords = self._bind(forward, saves)
         self.saves = tuple(saves)
+        # (needed is no option of the function: it is kept out of the options read)
+        self.asks_needed = joint is not None and "needed" in (self.keywords[0] or ())
+        if self.asks_needed:
+            self.keywords[0] = self.keywords[0] - {"needed"}
         # None where a function takes every saved value in order (the common case).
         every = tuple(range(len(saves)))
         self.index = [None if index == every else index for index in self.index]
@@ -202,8 +211,11 @@ def defvjp(name: str, *vjps, arrays: str = "x", params: str = "", jvps=(), outpu
 
 def defjoint(name: str, vjp, *, arrays: str = "x", params: str = "", sequence: bool = False,
              jvps=(), outputs: int = 1, standard: bool = True):
-    """Register one VJP returning the gradients of all array arguments of ``name`` at once;
-    ``standard=False`` for a function outside the standard (:data:`OUTSIDE_STANDARD`)."""
+    """Register one VJP returning the gradients of all array arguments of ``name`` at once,
+    for gradients that share work (``solve``'s two, from one solve); a keyword-only
+    ``needed`` parameter gets, per array argument, whether its gradient is wanted (return
+    None for the others); ``standard=False`` for a function outside the standard
+    (:data:`OUTSIDE_STANDARD`)."""
     RULES[name] = Rule(name, arrays.split(), (), joint=vjp, jvps=jvps, params=params.split(),
                        sequence=sequence, outputs=outputs)
     if not standard:
@@ -224,8 +236,8 @@ def nondifferentiable(*names: str, unless_complex: bool = False):
 class BackendQueries:
     """What a rule may ask about the backend of an array or namespace. Rules import nothing
     above them: the plugin layer installs its answers here when it is imported. The answer is
-    an object with ``set_index``, ``get_index``, ``device``, ``capabilities()`` and
-    ``raw_special``; ``None``
+    an object with ``set_index``, ``get_index``, ``device``, ``capabilities()``,
+    ``kernel(name)`` and ``raw_special``; ``None``
     (the default) means a backend that needs no help, as NumPy."""
 
     @staticmethod
@@ -352,6 +364,23 @@ def capable(x, capability: str) -> bool:
 _capabilities: dict = {}  # {(array type, capability): the backend's answer}
 
 
+def kernel(x, name: str):
+    """The backend's own ``name`` (a kernel capability, ``solve_triangular``) for raw arrays of
+    ``x``'s type, or None: the backend has none, or ``x`` is a Variable (``create_graph``: the
+    rule then differentiates through the standard's functions). Cached per array type."""
+    key = (x.__class__, name)
+    try:
+        return _kernels[key]
+    except KeyError:
+        pass
+    backend = None if hasattr(x, "_edge") else backends.of_array(x)  # (_edge: a Variable)
+    answer = _kernels[key] = None if backend is None else backend.kernel(name)
+    return answer
+
+
+_kernels: dict = {}  # {(array type, kernel name): the backend's function or None}
+
+
 def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` as a sorted tuple of non-negative ints (None means every axis); remembered, as
     every reduction's VJP asks it on every backward."""
@@ -468,6 +497,7 @@ def forget_capabilities():
     """Drop the cached answers of :func:`capable` and :func:`sum_axes`: the registered backends
     changed."""
     _capabilities.clear()
+    _kernels.clear()
     _matmul_sums_types.clear()
     _sum_plans.clear()
     _ones.clear()

@@ -7,9 +7,9 @@ gives infinite or NaN values). Eigenvectors and singular vectors are defined up 
 them have gradients.
 """
 
-from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defvjp, device_of, is_complex,
-                    nondifferentiable)
-from .linalg_eig import _diag_embed, _eye, _gaps, inv, solve
+from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defjoint, defvjp, device_of,
+                    is_complex, nondifferentiable)
+from .linalg_eig import _diag_embed, _eye, _gaps, inv, solve, solve_triangular
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 from .statistical import _prod_weights
 
@@ -49,17 +49,14 @@ def vjp_slogdet(xp, g, x, ans):
     return _scalar(c) * H(xp, inv(xp, x, "linalg.slogdet"))
 
 
-def vjp_solve_x2(xp, g, x1, x2):
+def vjp_solve(xp, g, x1, x2, ans, *, needed=(True, True)):
+    # Both gradients come from one solve with A^H (one factorisation): gB = A^-H g, gA = -gB X^H.
     vector = x2.ndim == 1
     gb = solve(xp, H(xp, x1), g[..., None] if vector else g, "linalg.solve")
-    return gb[..., 0] if vector else gb
-
-
-def vjp_solve_x1(xp, g, x1, x2, ans):
-    vector = x2.ndim == 1
-    gb = solve(xp, H(xp, x1), g[..., None] if vector else g, "linalg.solve")
-    X = ans[..., None] if vector else ans
-    return -(gb @ H(xp, X))
+    ga = None
+    if needed[0]:
+        ga = -(gb @ H(xp, ans[..., None] if vector else ans))
+    return [ga, (gb[..., 0] if vector else gb) if needed[1] else None]
 
 
 defvjp("linalg.inv", vjp_inv,
@@ -67,7 +64,7 @@ defvjp("linalg.inv", vjp_inv,
 defvjp("linalg.det", vjp_det,
        jvps=(lambda xp, t, x: xp.sum(conj(xp, _adjugate_h(xp, x)) * t, axis=(-2, -1)),))
 defvjp("linalg.slogdet", vjp_slogdet, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
-defvjp("linalg.solve", vjp_solve_x1, vjp_solve_x2, arrays="x1 x2", jvps=TRANSPOSE)
+defjoint("linalg.solve", vjp_solve, arrays="x1 x2", jvps=TRANSPOSE)
 
 
 # --------------------------------------------------------------------- factorizations
@@ -80,16 +77,18 @@ def _phi(xp, a):
 
 def vjp_cholesky(xp, g, ans, *, upper=False):
     L, gL = (H(xp, ans), H(xp, g)) if upper else (ans, g)
-    # gA = L^-H Phi(L^H gL) L^-1, made Hermitian.
-    inner = solve(xp, H(xp, L), _phi(xp, H(xp, L) @ gL), "linalg.cholesky")
-    grad = H(xp, solve(xp, H(xp, L), H(xp, inner), "linalg.cholesky"))
+    # gA = L^-H Phi(L^H gL) L^-1, made Hermitian: two triangular solves with L^H.
+    Lh = H(xp, L)
+    inner = solve_triangular(xp, Lh, _phi(xp, Lh @ gL), "linalg.cholesky", upper=True)
+    grad = H(xp, solve_triangular(xp, Lh, H(xp, inner), "linalg.cholesky", upper=True))
     return 0.5 * (grad + H(xp, grad))
 
 
 def jvp_cholesky(xp, t, ans, *, upper=False):
     L = H(xp, ans) if upper else ans
-    inner = solve(xp, L, H(xp, solve(xp, L, H(xp, t), "linalg.cholesky")),
-                  "linalg.cholesky")  # L^-1 dA L^-H
+    inner = solve_triangular(xp, L, H(xp, solve_triangular(
+        xp, L, H(xp, t), "linalg.cholesky", upper=False)), "linalg.cholesky",
+        upper=False)  # L^-1 dA L^-H
     dL = L @ _phi(xp, inner)
     return H(xp, dL) if upper else dL
 
@@ -119,7 +118,8 @@ def vjp_eigvalsh(xp, g, x):
 
 def jvp_eigvalsh(xp, t, x):
     _, V = xp.linalg.eigh(x)
-    return xp.real(xp.linalg.diagonal(H(xp, V) @ xp.astype(t, V.dtype) @ V))
+    # diag(V^H t V)_i = sum_j conj(V[j, i]) (t V)[j, i]: one product, not two
+    return xp.real(xp.sum(conj(xp, V) * (xp.astype(t, V.dtype) @ V), axis=-2))
 
 
 def _skew(xp, a):
@@ -179,7 +179,7 @@ def _qr_backward(xp, gQ, gR, Q, R):
     M = xp.triu(gR @ H(xp, R) - H(xp, Q) @ gQ)
     eye = xp.astype(_eye(xp, M.shape[-1], device_of(M)), M.dtype)
     S = M + H(xp, M) - eye * xp.astype(xp.real(M), M.dtype)
-    return H(xp, solve(xp, R, H(xp, gQ + Q @ S), "linalg.qr"))
+    return H(xp, solve_triangular(xp, R, H(xp, gQ + Q @ S), "linalg.qr", upper=True))
 
 
 def vjp_qr(xp, g, ans, *, mode="reduced"):
@@ -210,29 +210,39 @@ defvjp("linalg.qr", vjp_qr, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
 
 # ----------------------------------------------------------------------- norms and powers
 def vjp_pinv(xp, g, x, ans, **options):
-    P = ans
     m, n = x.shape[-2], x.shape[-1]
-    eye_m = xp.astype(_eye(xp, m, device_of(x)), x.dtype)
-    eye_n = xp.astype(_eye(xp, n, device_of(x)), x.dtype)
-    # Golub and Pereyra's derivative of the pseudo-inverse, transposed.
-    return (-(H(xp, P) @ g @ H(xp, P)) + (eye_m - x @ P) @ H(xp, g) @ P @ H(xp, P)
-            + H(xp, P) @ P @ H(xp, g) @ (eye_n - P @ x))
+    if m < n:  # pinv(x^H) = pinv(x)^H: the tall case, with every product O(m n min(m, n))
+        return H(xp, vjp_pinv(xp, H(xp, g), H(xp, x), H(xp, ans)))
+    P, Ph, gh = ans, H(xp, ans), H(xp, g)
+    # Golub and Pereyra's derivative of the pseudo-inverse, transposed:
+    # -P^H g P^H + (I - x P) g^H P P^H + P^H P g^H (I - P x), each product at most n x n.
+    outside = gh @ (P @ Ph)  # g^H P P^H, then less its part in the range of x
+    inside = Ph @ (P @ gh)  # P^H P g^H, then less its part along P x
+    return (-(Ph @ (g @ Ph)) + (outside - x @ (P @ outside))
+            + (inside - inside @ (P @ x)))
+
+
+def _power_derivative(xp, X, G, n):
+    """``sum_{k < n} X^k G X^(n-1-k)``, the top right block of ``[[X, G], [0, X]]^n``: by
+    repeated squaring of the pair (power, block), three products a step, O(log n) products."""
+    total, step = None, (X, G)
+    while True:
+        if n & 1:
+            total = step if total is None else (total[0] @ step[0],
+                                                total[0] @ step[1] + total[1] @ step[0])
+        n >>= 1
+        if not n:
+            return total[1]
+        power, block = step
+        step = (power @ power, power @ block + block @ power)
 
 
 def vjp_matrix_power(xp, g, x, *, n):
     if n == 0:
         return 0 * g
     base = x if n > 0 else inv(xp, x, "linalg.matrix_power")
-    powers = [None, base]
-    for _ in range(abs(n) - 1):
-        powers.append(powers[-1] @ base)
-    size = x.shape[-1]
-    identity = xp.astype(_eye(xp, size, device_of(x)), x.dtype)
-    grad = 0 * g
-    for k in range(abs(n)):  # d(B^n) = sum_k B^k dB B^(n-1-k)
-        left = powers[k] if k else identity
-        right = powers[abs(n) - 1 - k] if abs(n) - 1 - k else identity
-        grad = grad + H(xp, left) @ g @ H(xp, right)
+    # d(B^n) = sum_k B^k dB B^(n-1-k), transposed: sum_k (B^H)^k g (B^H)^(n-1-k)
+    grad = _power_derivative(xp, H(xp, base), g, abs(n))
     if n < 0:  # dB = -B dA B with B = A^-1
         grad = -(H(xp, base) @ grad @ H(xp, base))
     return grad
@@ -269,18 +279,24 @@ def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
 
 
 def vjp_trace(xp, g, x_shape, *, offset=0, dtype=None):
-    rows, cols = x_shape[-2], x_shape[-1]
-    return g[..., None, None] * xp.eye(rows, cols, k=offset, dtype=g.dtype, device=device_of(g))
+    # g on the offset diagonal, chosen by a boolean identity (no product with a float one)
+    rows, cols, device = x_shape[-2], x_shape[-1], device_of(g)
+    return xp.where(xp.eye(rows, cols, k=offset, dtype=xp.bool, device=device),
+                    g[..., None, None], xp.zeros((), dtype=g.dtype, device=device))
 
 
 def vjp_diagonal(xp, g, x_shape, *, offset=0):
+    # gA[i + r, i + c] = g[i]: g spread over the columns it reaches (O(cols)), then chosen on
+    # the offset diagonal, O(rows * cols) in one pass, no product with identities.
     rows, cols = x_shape[-2], x_shape[-1]
-    length = g.shape[-1]
-    # gA[i + r, i + c] = g[i]: spread g over the rows and columns of the offset diagonal.
-    r, c = max(-offset, 0), max(offset, 0)
-    place_rows = xp.eye(rows, length, k=-r, dtype=g.dtype, device=device_of(g))
-    place_cols = xp.eye(length, cols, k=c, dtype=g.dtype, device=device_of(g))
-    return (place_rows * g[..., None, :]) @ place_cols
+    c = min(max(offset, 0), cols)  # g[i] goes to column i + c
+    batch, device = tuple(g.shape[:-1]), device_of(g)
+    columns = xp.concat([xp.zeros(batch + (c,), dtype=g.dtype, device=device), g,
+                         xp.zeros(batch + (cols - c - g.shape[-1],), dtype=g.dtype,
+                                  device=device)], axis=-1)
+    on_diagonal = xp.eye(rows, cols, k=offset, dtype=xp.bool, device=device)
+    return xp.where(on_diagonal, columns[..., None, :], xp.zeros((), dtype=g.dtype,
+                                                                 device=device))
 
 
 def vjp_cross(xp, g, other, first, axis):

@@ -7,13 +7,24 @@ With ``E[i, j] = L[j] - L[i]`` (1 on the diagonal) and ``P = V^{-1} dA V``, the 
 """
 
 from ..errors import BackwardError
-from ._core import H, defvjp, device_of
+from ._core import H, defvjp, device_of, kernel
 
 
 def solve(xp, a, b, op):
     """``xp.linalg.solve(a, b)`` in a rule of ``op``; a singular ``a`` (where the gradient is
     infinite or undefined) raises an error naming ``op``, not the library's own."""
     return _nonsingular(xp.linalg.solve, op, a, b)
+
+
+def solve_triangular(xp, a, b, op, *, upper):
+    """``a^-1 b`` for a triangular ``a`` (upper or lower) in a rule of ``op``: the backend's
+    kernel (capability ``solve_triangular``), O(n^2) per column, where it has one; else the
+    standard's ``linalg.solve`` (an LU factorisation more: the same values). A singular ``a``
+    is refused as in :func:`solve`."""
+    fast = kernel(a, "solve_triangular")
+    if fast is None:
+        return solve(xp, a, b, op)
+    return _nonsingular(lambda a, b: fast(a, b, upper=upper), op, a, b)
 
 
 def inv(xp, a, op):

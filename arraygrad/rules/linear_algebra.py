@@ -2,6 +2,7 @@
 extension's norms, and ``einsum`` (outside the standard)."""
 
 import functools
+import math
 import string
 
 from ._core import (MULTILINEAR, H, conj, defjoint, defvjp, device_of, expand_reduced,
@@ -31,6 +32,11 @@ def vjp_matmul_x1(xp, g, x1, x2):
 def vjp_matmul_x2(xp, g, x1, x2):
     if x2.ndim == 1 and x1.ndim == 2:  # matrix @ vector: no promotion to an (n, 1) matrix
         return H(xp, x1) @ g
+    if x2.ndim <= 2 < x1.ndim:  # a batch times one matrix: its gradient sums over the batch,
+        # one product of the stacked rows (not a product per batch, then their sum)
+        count = math.prod(x1.shape[:-1])  # (not -1: an empty x1 has no length to infer)
+        rows = xp.reshape(x1, (count, x1.shape[-1]))
+        return H(xp, rows) @ xp.reshape(g, (count,) if x2.ndim == 1 else (count, g.shape[-1]))
     vector = x2.ndim == 1
     g, x1, x2 = _as_matrices(xp, g, x1, x2)
     grad = H(xp, x1) @ g
@@ -98,7 +104,7 @@ def _tensordot_axes(axes, ndim1, ndim2):
     return [a % ndim1 for a in first], [b % ndim2 for b in second]
 
 
-def vjp_tensordot(xp, g, x1, x2, *, axes=2):
+def vjp_tensordot(xp, g, x1, x2, *, axes=2, needed=(True, True)):
     # As a matmul: x1 -> (free1, contracted), x2 -> (contracted, free2).
     a1, a2 = _tensordot_axes(axes, x1.ndim, x2.ndim)
     free1 = [i for i in range(x1.ndim) if i not in a1]
@@ -107,11 +113,14 @@ def vjp_tensordot(xp, g, x1, x2, *, axes=2):
     m1 = xp.reshape(xp.permute_dims(x1, tuple(free1 + a1)), (_prod(x1, free1), _prod(x1, a1)))
     m2 = xp.reshape(xp.permute_dims(x2, tuple(a2 + free2)), (_prod(x2, a2), _prod(x2, free2)))
     gm = xp.reshape(g, (m1.shape[0], m2.shape[1]))
-    g1 = xp.reshape(gm @ H(xp, m2),
-                    tuple(x1.shape[i] for i in free1 + a1))
-    g2 = xp.reshape(H(xp, m1) @ gm,
-                    tuple(x2.shape[i] for i in a2 + free2))
-    return [xp.permute_dims(g1, _inverse(free1 + a1)), xp.permute_dims(g2, _inverse(a2 + free2))]
+    g1 = g2 = None
+    if needed[0]:
+        g1 = xp.permute_dims(xp.reshape(gm @ H(xp, m2), tuple(x1.shape[i] for i in free1 + a1)),
+                             _inverse(free1 + a1))
+    if needed[1]:
+        g2 = xp.permute_dims(xp.reshape(H(xp, m1) @ gm, tuple(x2.shape[i] for i in a2 + free2)),
+                             _inverse(a2 + free2))
+    return [g1, g2]
 
 
 def _prod(x, axes):
@@ -211,12 +220,15 @@ def _without_ellipsis(where, specs, output, shapes):
     return specs, output, ellipsis
 
 
-def vjp_einsum(xp, g, operands, *, subscripts):
+def vjp_einsum(xp, g, operands, *, subscripts, needed=None):
     # Operand k's gradient is the einsum of g with the other operands (conjugated: PyTorch's
     # convention for complex values, as matmul's) that gives k's letters, each once.
     specs, output = parse_einsum(subscripts, tuple(tuple(o.shape) for o in operands))
     grads = []
     for k, (spec, operand) in enumerate(zip(specs, operands)):
+        if needed is not None and not needed[k]:  # a constant operand: no einsum for it
+            grads.append(None)
+            continue
         others = specs[:k] + specs[k + 1:]
         reached = set(output).union(*others)
         kept = "".join(c for c in dict.fromkeys(spec) if c in reached)
@@ -237,8 +249,9 @@ def _einsum_layout(xp, grad, kept, spec, shape):
         if first != i:
             axes = [1] * len(spec)
             axes[first] = axes[i] = shape[i]
-            eye = xp.eye(shape[i], dtype=grad.dtype, device=device_of(grad))
-            grad = grad * xp.reshape(eye, tuple(axes))
+            eye = xp.eye(shape[i], dtype=xp.bool, device=device_of(grad))
+            grad = xp.where(xp.reshape(eye, tuple(axes)), grad,
+                            xp.zeros((), dtype=grad.dtype, device=device_of(grad)))
     return xp.broadcast_to(grad, tuple(n if m == 1 else m for n, m in zip(shape, grad.shape)))
 
 

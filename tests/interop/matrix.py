@@ -53,12 +53,18 @@ How each reaches arraygrad:
 - **NEP 13 and NEP 18**: plain NumPy calls on Variables (`np.sin(v)`, `np.mean(v, axis=0)`,
   `ndarray @ v`) record through the same namespace, on any backend. A NumPy function not listed
   below raises `TypeError` naming it.
+- **Operators with another library's array-like** (`v * DataArray`, `v < Series`): where that
+  type has the reflected operator, it answers, as it does for `ndarray * DataArray`. xarray
+  computes with the Variable inside (the product records); pandas converts its operands, which
+  a Variable that requires grad refuses. Namespace functions (`xp.add(v, series)`) refuse it.
 - **einops** finds arraygrad's backend among its subclasses: `einops.rearrange(v, ...)`, `reduce`,
   `repeat`, `einsum`; `einops.array_api` works through `__array_namespace__`.
 - **Record or refuse**: `np.asarray(v)` and `v.numpy()` on a Variable that requires grad raise
   `GradientError` ("cannot convert a Variable that requires grad to NumPy ... Use
   v.detach().numpy() ..."). A library that converts to NumPy internally therefore fails
-  loudly instead of returning a gradient that silently left the graph.
+  loudly instead of returning a gradient that silently left the graph. To integers or booleans
+  (`np.int64(v)`, `np.asarray(v, dtype=bool)`) it converts: they have no derivative to lose,
+  as `int(v)` and `xp.astype(v, xp.int64)` have none.
 
 ## Library limits outside arraygrad, and their workarounds
 

@@ -56,6 +56,9 @@ TORCH_FILL = torch_refuses(
 X = normal(3, 4)
 
 CASES = [
+    case("Variable * DataArray (the DataArray's reflected operator, as for an ndarray)",
+         lambda a: ((a * da(np.full((3, 4), 1.5))) + (a < da(np.zeros((3, 4))))).data,
+         (X,)),
     case("DataArray * DataArray (broadcast by dims)",
          lambda a, b: (da(a) * da(b, dims=("y",)) + da(b, dims=("y",))).data,
          (X, normal(4))),
