@@ -1,6 +1,7 @@
 # Autograd mechanics: backward twice with retain_graph=True, accumulated gradients, resetting
-# them with x.grad.data.zero_(), and backward with an explicit gradient (PyTorch 0.3
-# tutorials), verbatim: only the import of Variable is changed.
+# them with x.grad.data.zero_(), and backward with an explicit gradient, as the PyTorch 0.3
+# tutorials write it (the torch lines that ../03_retain_graph.py translates): only the import of
+# Variable is changed.
 import torch
 from arraygrad import Variable
 

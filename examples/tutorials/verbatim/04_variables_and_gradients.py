@@ -1,5 +1,6 @@
-# "Variables" and "Gradients" of a PyTorch fundamentals tutorial (PyTorch 0.3), verbatim: only
-# the import of Variable is changed (it was `from torch.autograd import Variable`).
+# "Variables" and "Gradients" of a PyTorch fundamentals tutorial (PyTorch 0.3), as it writes
+# them (the torch lines that ../04_variables_and_gradients.py translates): only the import of
+# Variable is changed (it was `from torch.autograd import Variable`).
 import torch
 from arraygrad import Variable
 

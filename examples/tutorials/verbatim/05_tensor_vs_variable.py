@@ -1,6 +1,7 @@
-# "Tensor vs Variable" and "Graph & Variables" of a PyTorch autograd tutorial (PyTorch 0.3),
-# verbatim: only the import of Variable is changed (it was `from torch.autograd import
-# Variable`).
+# "Tensor vs Variable" and "Graph & Variables" of a PyTorch autograd tutorial (PyTorch 0.3), as
+# it writes them (the torch lines that ../02_variables_and_autograd.py translates; its values
+# here are small integers so that the printed gradient can be checked): only the import of
+# Variable is changed (it was `from torch.autograd import Variable`).
 import torch
 from arraygrad import Variable
 
