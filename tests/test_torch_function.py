@@ -307,3 +307,32 @@ def test_parameters_updated_under_torch_no_grad_stay_leaves_as_in_pytorch():
     with torch.no_grad():
         w[0] = 5.0
     assert w.is_leaf and w.grad_fn is None and w.data.tolist() == [5.0, 1.0]
+
+
+def test_an_attention_block_written_for_pytorch_agrees_with_torch_autograd():
+    generator = torch.Generator().manual_seed(0)
+    B, T, D, H = 2, 5, 8, 2
+    x = torch.randn(B, T, D, dtype=torch.float64, generator=generator)
+    params = [torch.randn(D, 3 * D, dtype=torch.float64, generator=generator) * 0.2,
+              torch.randn(D, D, dtype=torch.float64, generator=generator) * 0.2,
+              torch.ones(D, dtype=torch.float64), torch.zeros(D, dtype=torch.float64)]
+
+    def block(Wqkv, Wo, g, b):  # as PyTorch code writes it: split, view, masked_fill, size(-1)
+        q, k, v = (x @ Wqkv).split(D, dim=-1)
+        q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        mask = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
+        att = F.softmax(att.masked_fill(mask == 0, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, D)
+        h = F.gelu(F.layer_norm(x + y @ Wo, (D,), g, b), approximate="tanh")
+        state = torch.zeros(B, D, dtype=torch.float64)
+        for t in range(T):
+            state = torch.tanh(state @ Wo + h[:, t])
+        return h.pow(2).mean() + state.abs().sum() / 10 + torch.logsumexp(h, dim=-1).var()
+
+    expected = [p.clone().requires_grad_() for p in params]
+    block(*expected).backward()
+    got = [ag.Variable(p, requires_grad=True) for p in params]
+    block(*got).backward()
+    for v, t in zip(got, expected):
+        torch.testing.assert_close(v.grad.data, t.grad, rtol=1e-10, atol=1e-12)
