@@ -128,9 +128,19 @@ def seed(variable, gradient, create_graph, what="backward(): the gradient",
             f"{what} has shape {tuple(grad.shape)} but {output} has shape "
             f"{tuple(variable.shape)}; they must be equal (gradients are not broadcast).")
     if grad.dtype != variable.dtype:
-        raise GradientError(
-            f"{what} has dtype {grad.dtype} but {output} has dtype {variable.dtype}; cast it, "
-            f"e.g. xp.astype(gradient, {variable.dtype}).")
+        # As PyTorch: a gradient of another floating dtype of the same kind is cast (float32
+        # ones for a float64 output); complex for real, real for complex, integers are refused.
+        kinds = [next((k for k in ("real floating", "complex floating") if raw.isdtype(d, k)),
+                      None) for d in (grad.dtype, variable.dtype)]
+        if kinds[0] is None or kinds[0] != kinds[1]:
+            raise GradientError(
+                f"{what} has dtype {grad.dtype} but {output} has dtype {variable.dtype}: "
+                "a gradient is cast only from another dtype of the same kind (real floating "
+                f"or complex floating); convert it, e.g. xp.astype(gradient, {variable.dtype})"
+                + (", or take xp.real(gradient) for a real output" if kinds[0] ==
+                   "complex floating" else "") + ".")
+        grad = (backend.ns if isinstance(grad, type(variable)) else raw).astype(
+            grad, variable.dtype)
     if create_graph and not isinstance(grad, type(variable)):
         grad = type(variable)._make(grad, backend, None, 0, False)
     return grad

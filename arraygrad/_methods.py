@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _numpy_protocol
+from . import _numpy_protocol, _torch_protocol
 from ._plugins import get_backend, registry
 from ._standard import DTYPES, FUNCTIONS
 from .errors import BackendError, GradientError
@@ -264,13 +264,19 @@ class ArrayMethods:
             return complex(value)
         return float(value)
 
-    def to(self, backend):
+    def to(self, backend, *args, **kwargs):
         """Move this leaf to another backend (a name such as ``"torch"``), through DLPack where
         both libraries support it, else through NumPy on the host.
 
         The result is a new leaf with the same ``requires_grad``: gradients do not flow back
-        across backends, so moving a non-leaf that requires grad is an error.
+        across backends, so moving a non-leaf that requires grad is an error. On the torch
+        backend, anything but a backend is torch's ``x.to(dtype)`` (recorded) or
+        ``x.to(device)``.
         """
+        if _torch_protocol.is_torch(self._backend) and not hasattr(backend, "raw") and not (
+                isinstance(backend, str) and backend in registry.backends):
+            return _torch_protocol.call(self._backend.ns, "Tensor.to", (self, backend, *args),
+                                        kwargs)
         if not isinstance(backend, str) and not hasattr(backend, "raw"):
             raise TypeError(f"to() takes a backend name such as 'torch' (arraygrad.backends() "
                             f"lists them), got {backend!r}")
@@ -309,6 +315,11 @@ class ArrayMethods:
     def __array_function__(self, func, types, args, kwargs):
         # NEP 18: np.mean(v), np.concatenate([v, w]), np.linalg.norm(v) record too.
         return _numpy_protocol.array_function(func, args, kwargs)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # torch's counterpart: torch.sum(v, dim=0), F.relu(v), tensor + v record too.
+        return _torch_protocol.torch_function(func, args, kwargs or {})
 
     def __array__(self, dtype=None, copy=None):
         # np.asarray(v): what .numpy() gives, so a Variable that requires grad refuses; as
@@ -377,6 +388,28 @@ class ArrayMethods:
 
     def __index__(self):
         return self.data.__index__()
+
+
+class ElementCount(int):
+    """``x.size``, the number of elements, an ``int`` that answers torch's ``x.size()`` and
+    ``x.size(dim)``: with the shape on the torch backend, elsewhere with an error saying to
+    write ``x.shape``."""
+
+    def __new__(cls, size, variable):
+        self = super().__new__(cls, size)
+        self._shape, self._backend = variable.shape, variable._backend
+        return self
+
+    def __call__(self, dim=None):
+        if _torch_protocol.is_torch(self._backend):
+            return self._shape if dim is None else self._shape[dim]
+        raise TypeError(
+            f"x.size is the number of elements ({int(self)}), an int as the Array API "
+            f"standard has it: torch's x.size() is x.shape ({tuple(self._shape)}) and "
+            f"x.size(dim) is x.shape[dim] on backend {self._backend.name!r}")
+
+    def __reduce__(self):
+        return int, (int(self),)
 
 
 def _exportable(data, backend):
@@ -505,6 +538,25 @@ for _name in ELEMENTWISE_METHODS:
     setattr(ArrayMethods, _name, _elementwise(_name))
 
 
+def _torch_or_own(own):
+    """A method that on the torch backend is torch's Tensor method of the name (x.sum(dim=1),
+    x.std() with correction 1, x.max(0) giving values and indices), elsewhere ``own``."""
+    name = own.__name__
+
+    def method(self, *args, **kwargs):
+        if _torch_protocol.is_torch(self._backend):
+            return _torch_protocol.call(self._backend.ns, "Tensor." + name, (self, *args),
+                                        kwargs)
+        return own(self, *args, **kwargs)
+    method.__name__, method.__qualname__, method.__doc__ = name, own.__qualname__, (
+        (own.__doc__ or "") + "\n\nOn the torch backend, torch's ``Tensor." + name + "``.")
+    return method
+
+
+for _name in _torch_protocol.TORCH_METHODS:
+    setattr(ArrayMethods, _name, _torch_or_own(getattr(ArrayMethods, _name)))
+
+
 # Names a Variable does not have but users of torch and NumPy type: each reads as an
 # AttributeError saying what to write instead. They are descriptors on the class rather than a
 # __getattr__: a class with __getattr__ loses CPython 3.11's specialised attribute reads, so
@@ -552,6 +604,11 @@ class _NotAnAttribute:
     def __get__(self, variable, owner=None):
         if variable is None:
             return self  # the class's own attribute, for help() and inspect
+        backend = getattr(variable, "_backend", None)  # unset on a Variable being unpickled
+        if backend is not None and _torch_protocol.is_torch(backend):
+            bound = _torch_protocol.method(variable, self.name)  # torch's Tensor method
+            if bound is not None:
+                return bound
         hint = self.hint if isinstance(self.hint, str) else self.hint(variable)
         if "xp." in hint:
             hint += ", with xp = x.__array_namespace__()"
@@ -574,6 +631,15 @@ def _standard_function(name):
     return hint
 
 
+def _torch_only(name):
+    def hint(variable):
+        backend = getattr(getattr(variable, "_backend", None), "name", "this")
+        return (f"x.{name}() is a method of torch tensors, which Variables of the torch "
+                f"backend have; on backend {backend!r} use the namespace's functions "
+                "(docs/coming-from-pytorch.md translates them)")
+    return hint
+
+
 for _name, _hint in OTHER_NAMES.items():
     setattr(ArrayMethods, _name, _NotAnAttribute(_name, _hint))
 # Functions of the standard that do not take an array first (xp.zeros(shape)) say nothing.
@@ -585,6 +651,14 @@ for _name in FUNCTIONS:
     _short = _name.rpartition(".")[2]
     if _name not in _NOT_OF_AN_ARRAY and not hasattr(ArrayMethods, _short):
         setattr(ArrayMethods, _short, _NotAnAttribute(_short, _standard_function(_name)))
+# torch's Tensor methods: a Variable of the torch backend has them (x.view(-1), x.relu());
+# on another backend each says what to write.
+_VARIABLE_OWN = ("detach", "size")  # Variable's own, defined in _variable
+for _name in _torch_protocol.method_names():
+    if not hasattr(ArrayMethods, _name) and _name not in _VARIABLE_OWN:
+        setattr(ArrayMethods, _name, _NotAnAttribute(_name, _torch_only(_name)))
+
+
 NOT_ATTRIBUTES = frozenset(name for name, value in vars(ArrayMethods).items()
                            if isinstance(value, _NotAnAttribute))
 

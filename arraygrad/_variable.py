@@ -12,11 +12,11 @@ import sys
 import warnings
 import weakref
 
-from . import _checks, _engine, _grad_mode, _views
+from . import _checks, _engine, _grad_mode, _torch_protocol, _views
 from ._buffers import take
 from ._plugins import get_backend, registry
 from .errors import BackendError, BackwardError, InplaceError
-from ._methods import NOT_ATTRIBUTES, ArrayMethods
+from ._methods import NOT_ATTRIBUTES, ArrayMethods, ElementCount
 
 _volatile_warned = False  # the constructor's volatile= warning, given once
 _volatile_read_warned = False  # reading Variable.volatile, warned once
@@ -376,15 +376,16 @@ class Variable(ArrayMethods):
 
     @property
     def size(self):
-        """The number of elements, an ``int`` (the standard's attribute: torch's ``y.size()``
-        is ``y.shape`` here); None where the backend does not know a length yet (dask)."""
+        """The number of elements, an ``int`` (the standard's attribute); None where the
+        backend does not know a length yet (dask). Called as torch's ``y.size()``, it gives
+        the shape on the torch backend, and elsewhere says to write ``y.shape``."""
         # From the shape: dask's unknown sizes are nan.
         size = 1
         for n in self._values.shape:
             if n is None or n != n:
                 return None
             size *= n
-        return size
+        return ElementCount(size, self)
 
     @property
     def T(self):
@@ -439,8 +440,9 @@ class Variable(ArrayMethods):
     # --------------------------------------------------------------------------- in place
     def _inplace_check(self, op):
         """Refuse an in-place change of a leaf that requires grad, directly or through views
-        of it, while grad mode is on (PyTorch's rule)."""
-        if not _grad_mode.state.enabled:
+        of it, while grad mode is on (PyTorch's rule; on the torch backend, torch's
+        ``torch.no_grad()`` allows it too, as PyTorch code updates parameters under it)."""
+        if not _grad_mode.state.enabled or _torch_protocol.grad_paused(self._backend):
             return
         target, where = self, op
         while True:
@@ -498,7 +500,8 @@ class Variable(ArrayMethods):
 
     def _inplace(self, name, other, op):
         self._inplace_check(op)
-        result = self._backend.operators[name](self, other)
+        with _torch_protocol.unrecorded(self._backend):  # torch.no_grad()'s parameter update
+            result = self._backend.operators[name](self, other)
         self._inplace_assign(result, op)
         return self
 
@@ -507,7 +510,8 @@ class Variable(ArrayMethods):
         if link is not None and link.key is key and link.base() is self:
             return  # x[key] op= y: the view x[key] has already written itself back
         self._inplace_check("__setitem__")
-        result = self._backend.ns._setitem(self, key, value, self._owns_data())
+        with _torch_protocol.unrecorded(self._backend):
+            result = self._backend.ns._setitem(self, key, value, self._owns_data())
         self._inplace_assign(result, "__setitem__")
 
     def _owns_data(self) -> bool:

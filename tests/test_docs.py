@@ -1,6 +1,7 @@
 """Docs that run: every Python block of the README and of docs/, and every script in examples/
 (at reduced size), executed as a user would."""
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -15,7 +16,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 TUTORIALS = sorted((ROOT / "examples" / "tutorials").glob("*.py"))
-TUTORIAL_BACKENDS = ["numpy", "array_api_strict"]
+TUTORIAL_BACKENDS = ["numpy", "array_api_strict", pytest.param("torch", marks=pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed"))]
+VERBATIM = sorted((ROOT / "examples" / "tutorials" / "verbatim").glob("*.py"))
 PYTHON = ("python", "py", "python3")  # the info strings of a Python block
 FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n`]*\n(.*?)^\1\2[ \t]*$",
                    re.M | re.S)
@@ -120,6 +123,53 @@ def test_tutorial_runs(script, backend):
     assert done.returncode == 0, (f"{script.name} on {backend} failed:\n{done.stdout[-3000:]}\n"
                                   f"{done.stderr[-3000:]}")
     assert f"on {backend}" in done.stdout.splitlines()[-1]  # it ran on the backend asked for
+
+
+# What each verbatim tutorial prints (its values, as the tutorial shows them), and the error it
+# ends with, if any.
+VERBATIM_OUTPUT = {
+    "01_autograd_blitz.py": ([r"grad_fn=<AddBackward>\)", r"^<AddBackward>$",
+                              r"tensor\(27\.\), grad_fn=<MeanBackward>",
+                              r"tensor\(\[\[4\.5000, 4\.5000\],\s+\[4\.5000, 4\.5000\]\]\)"], None),
+    "02_two_layer_net.py": ([r"^0 \d", r"^499 \d"], None),
+    "03_retain_graph.py": ([r"tensor\(\[60\.\]\)", r"tensor\(\[120\.\]\)",
+                            r"\[\[60\., 60\.\],\s+\[60\., 60\.\]\]",
+                            r"\[\[ 0\., 60\.\],\s+\[60\.,  0\.\]\]"], None),
+    "04_variables_and_gradients.py": ([r"tensor\(\[\[2\., 2\.\],\s+\[2\., 2\.\]\]",
+                                       r"tensor\(\[20\., 20\.\]\), grad_fn=<MulBackward>",
+                                       r"tensor\(20\.\), grad_fn=<MulBackward>",
+                                       r"tensor\(\[10\., 10\.\]\)\)$"],
+                                      r"BackwardError: Trying to backward through the graph a "
+                                      r"second time.*retain_graph=True"),
+    "05_tensor_vs_variable.py": ([r"^None False False$", r"^True True True$",
+                                  r"\[\[  1\.2000,  16\.0000\],\s+\[ 20\.0000, 240\.0000\]\]",
+                                  r"^None None$"], None),
+}
+
+
+@pytest.mark.parametrize("script", VERBATIM, ids=lambda p: p.name)
+def test_verbatim_tutorial_prints_the_tutorials_values(script):
+    """The classic PyTorch Variable tutorials, with only their import changed to arraygrad's
+    Variable, run on torch tensors and print the tutorials' values."""
+    pytest.importorskip("torch")
+    patterns, error = VERBATIM_OUTPUT[script.name]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    if error is None:
+        assert done.returncode == 0, f"{script.name} failed:\n{done.stderr[-3000:]}"
+    else:
+        assert done.returncode != 0 and re.search(error, done.stderr.splitlines()[-1]), (
+            f"{script.name} should end with {error!r}:\n{done.stderr[-3000:]}")
+    for pattern in patterns:
+        assert re.search(pattern, done.stdout, re.M), (
+            f"{script.name} did not print {pattern!r}:\n{done.stdout[-3000:]}")
+    if script.name == "02_two_layer_net.py":  # the loss falls, as in the tutorial
+        losses = [float(line.split()[1]) for line in done.stdout.splitlines()]
+        assert len(losses) == 500 and losses[-1] < 1e-2 * losses[0]
+
+
+def test_every_verbatim_tutorial_has_its_values():
+    assert sorted(VERBATIM_OUTPUT) == [p.name for p in VERBATIM]
 
 
 def test_every_tutorial_is_run():

@@ -13,7 +13,7 @@ LAYERS = {  # docs/architecture.md's layers, numbered by what each may import
     0: ["errors", "_standard", "hookspecs", "_grad_mode", "_pytree"],
     1: ["rules", "_anomaly"],
     2: ["_watch"],
-    3: ["_plugins", "_numpy_protocol", "_buffers", "_views"],
+    3: ["_plugins", "_numpy_protocol", "_torch_protocol", "_buffers", "_views"],
     4: ["_engine", "_methods", "_checks"],
     5: ["_variable"],
     6: ["_arguments"],

@@ -1,7 +1,7 @@
 """PyTorch's "Deep Learning with PyTorch: A 60 Minute Blitz", part 2, "Autograd: automatic
 differentiation", line by line with arraygrad (the Variable-era text, then its no_grad() note).
 
-    python examples/tutorials/01_autograd_blitz.py [numpy | array_api_strict]
+    python examples/tutorials/01_autograd_blitz.py [numpy | array_api_strict | torch]
 
 (or set ``ARRAYGRAD_BACKEND``). docs/coming-from-pytorch.md translates every line.
 """

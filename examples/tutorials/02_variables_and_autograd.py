@@ -1,7 +1,7 @@
 """The "Variable & Automatic Gradient Calculation" tutorial (Tensor vs Variable, the attributes
 of a Variable, then a graph y = x**2 + 4*x, z = 2*y + 3 and z.backward(gradient)), with arraygrad.
 
-    python examples/tutorials/02_variables_and_autograd.py [numpy | array_api_strict]
+    python examples/tutorials/02_variables_and_autograd.py [numpy | array_api_strict | torch]
 
 (or set ``ARRAYGRAD_BACKEND``). The tutorial's torch.Tensor(3, 4) is uninitialized memory;
 here the values are fixed, so that the gradient can be checked.

@@ -2,7 +2,7 @@
 arrays (a + b is torch.add(a, b), a * b is torch.mul(a, b)); o = 1/2 sum 5 (x + 1)^2 gives
 x.grad = [10, 10]; a second backward through the same graph is an error.
 
-    python examples/tutorials/04_variables_and_gradients.py [numpy | array_api_strict]
+    python examples/tutorials/04_variables_and_gradients.py [numpy | array_api_strict | torch]
 
 (or set ``ARRAYGRAD_BACKEND``).
 """

@@ -2,7 +2,7 @@
 gradients and x.grad.zero_(), backward on a non-scalar (an error without a gradient), detaching
 a computation, and the gradient of Python control flow.
 
-    python examples/tutorials/05_non_scalar_and_control_flow.py [numpy | array_api_strict]
+    python examples/tutorials/05_non_scalar_and_control_flow.py [numpy | array_api_strict | torch]
 
 (or set ``ARRAYGRAD_BACKEND``).
 """

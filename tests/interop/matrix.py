@@ -16,6 +16,7 @@ from arraygrad import _numpy_protocol
 from arraygrad.rules import OUTSIDE_STANDARD
 from arraygrad.rules.special import SPECIAL
 
+from . import torch_matrix
 from .harness import BACKENDS
 
 MODULES = ["test_scipy", "test_array_api_extra", "test_sklearn", "test_numpy", "test_einops",
@@ -226,7 +227,7 @@ def render(cases):
               "array_api_strict does not; `np.einsum` on its Variables is composed of the "
               "standard's functions):", "",
               ", ".join(f"`{n}`" for n in sorted(OUTSIDE_STANDARD)), ""]
-    return "\n".join(lines)
+    return torch_matrix.render_into("\n".join(lines))
 
 
 def numpy_api():

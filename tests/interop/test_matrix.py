@@ -2,7 +2,7 @@
 
 import pytest
 
-from . import matrix
+from . import matrix, torch_matrix
 
 
 def test_the_support_matrix_is_current():
@@ -12,3 +12,10 @@ def test_the_support_matrix_is_current():
         pytest.skip(f"only {sorted(modules)} are installed: the matrix needs every library")
     assert matrix.OUTPUT.read_text() == matrix.render(cases), (
         "docs/interop.md is out of date: run python -m tests.interop.matrix")
+
+
+def test_the_torch_section_is_current():
+    pytest.importorskip("torch")
+    text = matrix.OUTPUT.read_text()
+    assert torch_matrix.HEADING in text and text == torch_matrix.render_into(text), (
+        "docs/interop.md's torch section is out of date: run python -m tests.interop.torch_matrix")
