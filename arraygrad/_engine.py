@@ -183,18 +183,23 @@ def run_vjps(rule, xp, g, saved, params, inputs):
         options = _options(params, rule.keywords[0]) if params else {}
         if rule.asks_needed:  # it skips the gradients no input takes
             options = {**options, "needed": tuple(needs is not None for needs in inputs)}
-        return list(rule.joint(xp, g, *rule.pickers[0](saved), **options))
+        return list(rule.joint(xp, g, *_picked(rule.pickers[0], saved), **options))
     results = []
     for i, needs in enumerate(inputs):
-        vjp = rule.vjps[i]
+        vjp, pick = rule.vjps[i], rule.pickers[i]
         if needs is None or vjp is None:
             results.append(None)
         elif params:
-            results.append(vjp(xp, g, *rule.pickers[i](saved), **_options(params,
-                                                                            rule.keywords[i])))
+            results.append(vjp(xp, g, *_picked(pick, saved),
+                               **_options(params, rule.keywords[i])))
         else:
-            results.append(vjp(xp, g, *rule.pickers[i](saved)))
+            results.append(vjp(xp, g, *(saved if pick is None else pick(saved))))
     return results
+
+
+def _picked(pick, saved):
+    """The saved values a VJP takes: ``pick(saved)``, or all of them where ``pick`` is None."""
+    return saved if pick is None else pick(saved)
 
 
 def _reconnect(value, edge, backend, variables):

@@ -22,7 +22,6 @@ from ._variable import Variable
 from .errors import GradientError
 from .rules import (NONDIFFERENTIABLE, OUTSIDE_STANDARD, REAL_CONSTANT, RULES, Rule, is_complex,
                     no_rule)
-from .rules.special import SPECIAL
 from ._numpy_protocol import pad
 
 _state = _grad_mode.state
@@ -47,7 +46,7 @@ class Namespace(types.ModuleType):
             raise AttributeError(name)
         # xp.special (not xp.linalg.special): built on first use, since it imports SciPy.
         if name == "special" and self.__name__ == f"arraygrad[{self._backend.name}]":
-            special = _build_special(self._backend)
+            special = _specials.special_namespace(self._backend, Namespace, _Recorder)
             if special is not None:
                 self.special = special
                 return special
@@ -195,34 +194,41 @@ class _Recorder(Arguments):
     # -------------------------------------------------------------------------- the calls
     def __call__(self, *args, **kwargs):
         """The call, recorded. Fast where it needs no checks: the rule's arrays given by
-        position as Variables of this backend (or Python numbers, where elementwise), then plain
-        Python options the rule reads (``sin(x)``, ``sum(x, axis=1)``, ``x * 2``)."""
-        arity = self.arity
-        plain = not kwargs and len(args) == arity  # arrays and no option: the common case
-        if not plain and (arity is None or not arity <= len(args) <= arity + self.most_options
-                          or not _plain_options(args[arity:], kwargs, self.reads)):
-            return self.checked_call(args, kwargs)
-        backend, numbers = self.backend, self.numbers
+        position as Variables of this backend, or Python numbers where elementwise (``sin(x)``,
+        ``x * 2``); with options, :meth:`call_with_options`."""
+        if kwargs or len(args) != self.arity:
+            return self.call_with_options(args, kwargs)
+        backend = self.backend
         raw_inputs = []
         recording = False
-        for value in args[:arity] if not plain else args:
+        for value in args:
             if value.__class__ is Variable and value._backend is backend:
                 raw_inputs.append(value._values)
                 recording = recording or value._requires_grad
-            elif numbers and value.__class__ in _NUMBERS:
+            elif self.numbers and value.__class__ in _NUMBERS:
                 raw_inputs.append(value)
             else:
                 return self.checked_call(args, kwargs)
-        if plain:
-            inputs, out, params = args, self.raw_function(*raw_inputs), None
-        else:
-            inputs, out = args[:arity], self.raw_function(*raw_inputs, *args[arity:], **kwargs)
-            params = dict(zip(self.rule.params, args[arity:]))
-            params.update(kwargs)
-        if out.__class__ in backend._plain_types and recording and _state.enabled and (
+        out = self.raw_function(*raw_inputs)
+        if recording and out.__class__ in backend._plain_types and _state.enabled and (
                 backend.is_inexact(out.dtype)):  # (record()'s answer, without its call)
-            return _make(out, backend, self.node(inputs, raw_inputs, (out,), params, False), 0)
-        return self.record(inputs, raw_inputs, out, params)
+            return _make(out, backend, self.node(args, raw_inputs, (out,), None, False), 0)
+        return self.record(args, raw_inputs, out, None)
+
+    def call_with_options(self, args, kwargs):
+        """A call with options: passed on unchanged where the arrays are Variables of this
+        backend and the options plain Python values the rule reads (``sum(x, axis=1)``), else
+        every argument checked (:meth:`checked_call`)."""
+        arity, backend = self.arity, self.backend
+        if arity is None or not arity <= len(args) <= arity + self.most_options or not (
+                _plain_options(args[arity:], kwargs, self.reads)) or not all(
+                v.__class__ is Variable and v._backend is backend for v in args[:arity]):
+            return self.checked_call(args, kwargs)
+        raw_inputs = [v._values for v in args[:arity]]
+        out = self.raw_function(*raw_inputs, *args[arity:], **kwargs)
+        params = dict(zip(self.rule.params, args[arity:]))
+        params.update(kwargs)
+        return self.record(args[:arity], raw_inputs, out, params)
 
 
 _signatures: dict = {}
@@ -317,7 +323,8 @@ def build_namespace(backend) -> Namespace:
         if hasattr(raw, name):
             setattr(ns, name, getattr(raw, name))
     if hasattr(raw, "__array_namespace_info__"):
-        ns.__array_namespace_info__ = _namespace_info(backend, raw.__array_namespace_info__)
+        ns.__array_namespace_info__ = _specials.namespace_info(backend,
+                                                            raw.__array_namespace_info__)
     recorders = {}
     for name in (*_standard.FUNCTIONS, *sorted(OUTSIDE_STANDARD)):  # those where raw has them
         raw_function = _resolve(raw, name)
@@ -383,45 +390,6 @@ def _composed(forward, raw):
         return forward(raw, *args, **kwargs)
     function.__doc__ = forward.__doc__
     return function
-
-
-def _namespace_info(backend, raw_info):
-    """The backend's ``__array_namespace_info__``, whose ``capabilities()`` also say what the
-    plugin declared: libraries (array-api-extra's ``apply_where``) choose a path without
-    boolean masks from it, on dask, where shapes that depend on data are unknown."""
-
-    class Info:
-        def __init__(self):
-            self._raw = raw_info()
-
-        def __getattr__(self, name):
-            return getattr(self._raw, name)
-
-        def capabilities(self):
-            answer = dict(self._raw.capabilities())
-            if not backend.capabilities()["data_dependent_shapes"]:
-                answer.update({"boolean indexing": False, "data-dependent shapes": False})
-            return answer
-
-    Info.__name__ = Info.__qualname__ = "__array_namespace_info__"
-    return Info
-
-
-def _build_special(backend):
-    """The differentiable ``special`` namespace of ``backend``, from its plugin's raw special
-    functions (SciPy's names), or None where it has none."""
-    raw_special = backend.raw_special
-    if raw_special is None:
-        return None
-    special = Namespace(f"arraygrad[{backend.name}].special", backend)
-    for name, rule in SPECIAL.items():
-        raw_function = getattr(raw_special, name, None)
-        if raw_function is not None:
-            function = _Recorder(backend, rule.name, raw_function, rule)
-            function.__name__ = function.__qualname__ = name
-            function.__doc__ = getattr(raw_function, "__doc__", None)
-            setattr(special, name, function)
-    return special
 
 
 def _install(ns, name, function, raw_function):

@@ -1,7 +1,7 @@
 """The namespace's functions that are more than one recorded call: ``asarray`` (which keeps a
 Variable's graph, and stacks a list of Variables), ``from_dlpack``, indexing and assignment (a
 list in a key read as NumPy reads it; assignment in place only into an array nothing else holds)
-and ``to_device``."""
+and ``to_device``; the namespace's ``__array_namespace_info__`` and ``special``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ._variable import Variable
 from .rules import RULES
 from .rules.creation import to_device as raw_to_device
 from .rules.indexing import selects_nothing
+from .rules.special import SPECIAL
 
 _make = Variable._make
 
@@ -133,3 +134,43 @@ def install(ns, backend, recorders, Recorder):
         recorder.reads = None  # called here with the options their rules read, nothing else
     recorders.update(getitem=getitem, setitem=setitem, to_device=to_device)
     backend.recorders = recorders  # the forward mode applies linear functions to tangents
+
+
+def namespace_info(backend, raw_info):
+    """The backend's ``__array_namespace_info__``, whose ``capabilities()`` also say what the
+    plugin declared: libraries (array-api-extra's ``apply_where``) choose a path without
+    boolean masks from it, on dask, where shapes that depend on data are unknown."""
+
+    class Info:
+        def __init__(self):
+            self._raw = raw_info()
+
+        def __getattr__(self, name):
+            return getattr(self._raw, name)
+
+        def capabilities(self):
+            answer = dict(self._raw.capabilities())
+            if not backend.capabilities()["data_dependent_shapes"]:
+                answer.update({"boolean indexing": False, "data-dependent shapes": False})
+            return answer
+
+    Info.__name__ = Info.__qualname__ = "__array_namespace_info__"
+    return Info
+
+
+def special_namespace(backend, Namespace, Recorder):
+    """The differentiable ``special`` namespace of ``backend`` (a ``Namespace`` of
+    ``Recorder``s: the namespace's classes), from its plugin's raw special functions (SciPy's
+    names), or None where it has none."""
+    raw_special = backend.raw_special
+    if raw_special is None:
+        return None
+    special = Namespace(f"arraygrad[{backend.name}].special", backend)
+    for name, rule in SPECIAL.items():
+        raw_function = getattr(raw_special, name, None)
+        if raw_function is not None:
+            function = Recorder(backend, rule.name, raw_function, rule)
+            function.__name__ = function.__qualname__ = name
+            function.__doc__ = getattr(raw_function, "__doc__", None)
+            setattr(special, name, function)
+    return special

@@ -175,9 +175,10 @@ class Rule(RuleInterface):
 
 
 def _picker(index):
-    """``saved -> args`` for a VJP taking the saved values at ``index`` (None: all of them)."""
+    """``saved -> args`` for a VJP taking the saved values at ``index``; None where it takes
+    all of them in order (the common case: no call)."""
     if index is None:
-        return lambda saved: saved
+        return None
     if not index:
         return lambda saved: ()
     if len(index) == 1:
