@@ -306,7 +306,8 @@ MUTANTS = [
       "if _state.enabled and backend.is_inexact(out.dtype):", "if backend.is_inexact(out.dtype):",
       "functions record under no_grad()"),
     M("ns-fast-unread-option", "arraygrad/_arguments.py",
-      "    if reads is not None and not kwargs.keys() <= reads:", "    if False:",
+      "    if reads is not None and not kwargs.keys() <= reads or not _VALUE_CHECKED",
+      "    if not _VALUE_CHECKED",
       "the one-array fast path passes on a plain option its rule never reads (order='F')"),
     M("ns-fast-option-tuple", "arraygrad/_arguments.py",
       "                if item.__class__ is not int:\n                    return False",
@@ -328,8 +329,9 @@ MUTANTS = [
       "grad = gradient if create_graph else gradient.data", "grad = gradient.data",
       "backward(gradient=v, create_graph=True) drops the graph of v"),
     M("var-inplace-nograd", "arraygrad/_variable.py",
-      "        if not _grad_mode.state.enabled:\n            return\n        target, where",
-      "        target, where",
+      "        if not _grad_mode.state.enabled or _torch_protocol.grad_paused(self._backend):\n"
+      "            return\n        target, where",
+      "        if _torch_protocol.grad_paused(self._backend):\n            return\n        target, where",
       "in-place updates of leaves refused even under no_grad()"),
     # ------------------------------------------------------------------ _forward.py
     M("fwd-sum-terms", "arraygrad/_forward.py", "total = term if total is None else total + term\n"
