@@ -20,7 +20,7 @@ LAYERS = {  # docs/architecture.md's layers, numbered by what each may import
     7: ["_specials"],
     8: ["_namespace"],
     9: ["_forward", "autograd", "_einops", "_debug", "_checkpoint"],
-    10: ["_transforms", "testing", "_function"],
+    10: ["_transforms", "testing", "_function", "scipy"],
     11: ["arraygrad", "conformance"],  # the package's public names; the certification suite
     12: ["cli"],
     13: ["__main__"],  # python -m arraygrad: the command
