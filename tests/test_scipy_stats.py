@@ -231,9 +231,34 @@ def test_multivariate_normal_gradients(backend):
     check_grads(lambda c: stats.multivariate_normal.entropy(mean, symmetric(c)), (cov,), order=1)
 
 
-def test_multivariate_normal_refuses_allow_singular():
-    with pytest.raises(ValueError, match=r"multivariate_normal\.pdf: allow_singular=True"):
-        stats.multivariate_normal.pdf(MEAN, MEAN, COV, allow_singular=True)
+SINGULAR = np.diag([1.0, 2.0, 0.0])  # rank 2: the density lives on the plane x[2] = mean[2]
+
+
+@pytest.mark.parametrize("cov", [COV, SINGULAR], ids=["definite", "singular"])
+def test_multivariate_normal_allow_singular(cov):
+    x = np.array([[0.5, 0.2, 0.3], [0.1, -0.3, 0.3], [0.1, -0.3, 0.9]])  # the last: off plane
+    mean = np.array([0.0, 0.1, 0.3])
+    for method in ("pdf", "logpdf"):
+        ours = getattr(stats.multivariate_normal, method)(x, mean, cov, allow_singular=True)
+        np.testing.assert_allclose(ours.data, getattr(scipy_stats.multivariate_normal, method)(
+            x, mean, cov, allow_singular=True), rtol=1e-10)
+        xp = ag.namespace("numpy")
+
+        def on_plane(x, m, method=method):  # moved within the support, as HIPS's test does
+            third = xp.ones((2, 1), dtype=xp.float64) * 0.3
+            return getattr(stats.multivariate_normal, method)(
+                xp.concat([x, third], axis=1), xp.concat([m, third[0]]), cov,
+                allow_singular=True)
+
+        check_grads(on_plane, (x[:2, :2], mean[:2]), order=1)
+
+
+def test_multivariate_normal_without_allow_singular_refuses_a_singular_cov():
+    with pytest.raises(Exception):
+        stats.multivariate_normal.logpdf(np.zeros(3), cov=SINGULAR)
+    with pytest.raises(ValueError, match=r"multivariate_normal\.pdf: cov must be symmetric "
+                                         "positive semidefinite"):
+        stats.multivariate_normal.pdf(np.zeros(2), cov=np.diag([1.0, -1.0]), allow_singular=True)
 
 
 def test_importing_it_imports_no_scipy():

@@ -295,13 +295,9 @@ dirichlet = types.SimpleNamespace(
 dirichlet.pdf.__doc__ = "scipy.stats.dirichlet.pdf(x, alpha), differentiable."
 
 
-def _gaussian(method, x, mean, cov, allow_singular):
-    """xp, the deviations (n, d) of the points from the mean, the Cholesky factor of ``cov``
-    and the shape of the batch of points."""
-    if allow_singular:
-        raise ValueError(f"stats.multivariate_normal.{method}: allow_singular=True is not "
-                         "supported (a singular cov has no Cholesky factor); pass a positive "
-                         "definite cov")
+def _gaussian(method, x, mean, cov):
+    """xp, the deviations (n, d) of the points from the mean, ``cov`` as a (d, d) matrix and
+    the shape of the batch of points."""
     xp = _namespace_of((x, mean, cov))
     x, mean, cov = _floats(xp, x, 0 if mean is None else mean, cov)
     d = cov.shape[-1] if cov.ndim == 2 else (mean.shape[-1] if mean.ndim else 1)
@@ -314,7 +310,27 @@ def _gaussian(method, x, mean, cov, allow_singular):
         x = x[..., None]
     deviations = x - mean
     batch = tuple(deviations.shape[:-1])
-    return xp, xp.reshape(deviations, (-1, d)), xp.linalg.cholesky(cov), batch
+    return xp, xp.reshape(deviations, (-1, d)), cov, batch
+
+
+def _pseudo_log_density(xp, method, deviations, cov):
+    """SciPy's ``allow_singular=True`` (its ``_PSD``): from ``eigh(cov)``, eigenvalues up to
+    1e6 eps of the largest count as zero; the density lives on the span of the others (rank,
+    pseudo-determinant, pseudo-inverse), ``-inf`` off it."""
+    eigenvalues, vectors = xp.linalg.eigh(cov)
+    eps = 1e6 * xp.finfo(cov.dtype).eps * xp.max(xp.abs(eigenvalues))
+    if bool(xp.min(eigenvalues) < -eps):
+        raise ValueError(f"stats.multivariate_normal.{method}: cov must be symmetric positive "
+                         "semidefinite")
+    kept = eigenvalues > eps
+    safe = xp.where(kept, eigenvalues, xp.ones_like(eigenvalues))
+    rank = xp.sum(xp.astype(kept, cov.dtype))
+    log_pdet = xp.sum(xp.where(kept, xp.log(safe), xp.zeros_like(safe)))
+    whitened = deviations @ (vectors * xp.where(kept, 1 / xp.sqrt(safe), xp.zeros_like(safe)))
+    off = xp.linalg.vector_norm(deviations @ (vectors * xp.astype(~kept, cov.dtype)), axis=-1)
+    value = -0.5 * (rank * math.log(2 * math.pi) + log_pdet + xp.sum(whitened * whitened,
+                                                                       axis=-1))
+    return _fill(xp, off >= 1e3 * eps, -_INF, value)
 
 
 def _squeezed(xp, value, batch):
@@ -323,12 +339,14 @@ def _squeezed(xp, value, batch):
 
 
 def _mvn_log(method, x, mean, cov, allow_singular):
-    # one Cholesky factorisation and one triangular solve for all points
-    xp, deviations, factor, batch = _gaussian(method, x, mean, cov, allow_singular)
-    d = factor.shape[0]
+    xp, deviations, cov, batch = _gaussian(method, x, mean, cov)
+    if allow_singular:
+        return xp, _squeezed(xp, _pseudo_log_density(xp, method, deviations, cov), batch)
+    factor = xp.linalg.cholesky(cov)  # one factorisation and one triangular solve for all points
     whitened = xp.linalg.solve(factor, xp.matrix_transpose(deviations))  # (d, n)
     log_det = 2 * xp.sum(xp.log(xp.linalg.diagonal(factor)))
-    value = -0.5 * (d * math.log(2 * math.pi) + log_det + xp.sum(whitened * whitened, axis=0))
+    value = -0.5 * (cov.shape[0] * math.log(2 * math.pi) + log_det
+                    + xp.sum(whitened * whitened, axis=0))
     return xp, _squeezed(xp, value, batch)
 
 
@@ -347,9 +365,9 @@ def _mvn_pdf(x, mean=None, cov=1, allow_singular=False):
 
 def _mvn_entropy(mean=None, cov=1):
     """scipy.stats.multivariate_normal.entropy(mean=None, cov=1), differentiable in ``cov``."""
-    xp, _, factor, _ = _gaussian("entropy", 0.0 if mean is None else mean, mean, cov, False)
-    d = factor.shape[0]
-    return 0.5 * d * (1 + math.log(2 * math.pi)) + xp.sum(xp.log(xp.linalg.diagonal(factor)))
+    xp, _, cov, _ = _gaussian("entropy", 0.0 if mean is None else mean, mean, cov)
+    log_diagonal = xp.log(xp.linalg.diagonal(xp.linalg.cholesky(cov)))
+    return 0.5 * cov.shape[0] * (1 + math.log(2 * math.pi)) + xp.sum(log_diagonal)
 
 
 multivariate_normal = types.SimpleNamespace(pdf=_mvn_pdf, logpdf=_mvn_logpdf,
