@@ -1,5 +1,6 @@
 """arraygrad.scipy.stats: values equal SciPy's (edge values included), gradients equal central
-differences in every differentiable argument, on NumPy, array-api-strict and torch."""
+differences in every differentiable argument, on NumPy, array-api-strict and torch (values on JAX
+too)."""
 
 import subprocess
 import sys
@@ -50,8 +51,8 @@ BACKENDS = ["numpy", "array_api_strict", "torch"]
 
 
 def _on(backend, value):
-    if backend == "torch":
-        pytest.importorskip("torch")
+    if backend in ("torch", "jax"):
+        pytest.importorskip(backend)
     return ag.get_backend(backend).raw.asarray(np.asarray(value, dtype=np.float64))
 
 
@@ -69,7 +70,7 @@ def _methods():
             for name, methods, values, point, wrt, needs in CASES for method in methods.split()]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, "jax"])
 @pytest.mark.parametrize("name, method, values, point, wrt, needs", _methods())
 def test_values_equal_scipys(backend, name, method, values, point, wrt, needs):
     arrays = [_on(backend, v) for v in values]
@@ -79,9 +80,10 @@ def test_values_equal_scipys(backend, name, method, values, point, wrt, needs):
     with np.errstate(all="ignore"):
         expected = getattr(getattr(scipy_stats, name), method)(*values)
     assert ours.shape == expected.shape
-    # torch.special.ndtr underflows to 0 earlier than SciPy's (5e-56 at -15.7)
+    # torch.special.ndtr underflows to 0 earlier than SciPy's (5e-56 at -15.7); JAX's betaln(1, 1)
+    # is 1e-15, not 0
     np.testing.assert_allclose(ours, expected, rtol=1e-10,
-                               atol=1e-40 if backend == "torch" else 1e-300)
+                               atol={"torch": 1e-40, "jax": 1e-14}.get(backend, 1e-300))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

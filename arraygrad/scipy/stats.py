@@ -93,14 +93,14 @@ def _continuous(name, logpdf, shapes="", support=(-_INF, _INF), valid=None, **cu
     ``valid(*shapes)`` says where the shape parameters are in range."""
     shapes = shapes.split()
     lower, upper = support
-    inner = 1.0 if upper == _INF else 0.5 * (lower + upper)  # where the support has no end
+    inner = 1.0 if upper == _INF else 0.5 * (lower + upper)  # inside: the formula's point outside
 
     def standardised(method, args, kwargs):
         where = f"{name}.{method}"
         xp = _namespace_of(args := _positional(where, args, kwargs, shapes))
         x, *params, loc, scale = _floats(xp, *args)
         positive = scale > 0
-        scale = xp.where(positive, scale, xp.ones_like(scale))  # NaN below, with no warning
+        scale = xp.where(positive, scale, xp.ones_like(scale))  # NaN there (ok), no log warning
         z = (x - loc) / scale
         ok = positive & ~xp.isnan(z)
         if valid is not None:
