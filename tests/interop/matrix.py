@@ -77,7 +77,8 @@ How each reaches arraygrad:
 - **SciPy functions that convert to NumPy in compiled code** (`signal.detrend`,
   `signal.lfilter`, `fft.dct`, `linalg.det`/`inv`/`solve`/`expm`, `ndimage`, the distribution
   objects `stats.norm`) raise the `GradientError` above. Use the standard's equivalent
-  (`xp.linalg.det`, `xp.linalg.solve`, `xp.fft`) or detach.
+  (`xp.linalg.det`, `xp.linalg.solve`, `xp.fft`), `arraygrad.scipy.stats` for the
+  distributions ([scipy-stats.md](scipy-stats.md)), or detach.
 - **Dask's unknown chunk sizes**: functions with data-dependent output sizes (`unique_values`,
   boolean masks) give dask arrays of unknown shape, which no gradient can be fitted to:
   arraygrad raises `GradientError` naming `.compute_chunk_sizes()`.
