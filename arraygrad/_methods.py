@@ -461,15 +461,12 @@ def _forward(name, reflected):
 
 
 def _comparison(name, reflected):
+    forward = _forward(name, reflected)
+
     def operator(self, other):
         if other is None or other.__class__ in (str, bytes):  # Python's answer, as PyTorch's:
             return NotImplemented  # x == None is False, x < "a" a TypeError, on every backend
-        try:
-            return self._backend.operators[name](self, other)
-        except TypeError:
-            if _defers_to(other, reflected):
-                return NotImplemented
-            raise
+        return forward(self, other)
     return operator
 
 

@@ -10,6 +10,7 @@ an array that silently left the graph.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import string
@@ -1382,14 +1383,7 @@ def _numpy_function(name):
     return getattr(getattr(np, module) if module else np, short)
 
 
-_signatures: dict = {}
-
-
-def _signature(function):
-    signature = _signatures.get(function)
-    if signature is None:
-        signature = _signatures[function] = inspect.signature(function)
-    return signature
+_signature = functools.cache(inspect.signature)  # (looked up on every call through the table)
 
 
 _NEUTRAL = {"where": True}

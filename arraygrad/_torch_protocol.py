@@ -14,6 +14,7 @@ left the graph. ``docs/interop.md`` lists what is covered, generated from these 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import itertools
 import math
@@ -1645,14 +1646,7 @@ def _constants(xp, value, tensor):
     return value
 
 
-_signatures: dict = {}
-
-
-def _signature(implementation):
-    signature = _signatures.get(implementation)
-    if signature is None:
-        signature = _signatures[implementation] = inspect.signature(implementation)
-    return signature
+_signature = functools.cache(inspect.signature)  # (looked up on every call through the table)
 
 
 def _described(implementation):
