@@ -407,21 +407,35 @@ def _plain_options(args, kwargs, reads) -> bool:
     """Whether every option is a plain Python value (``axis=(0, 1)``, ``keepdims=True``), and
     every keyword one the rule reads (``reads``; None: any), so that the fast path may pass them
     on unchanged. Anything else takes the general path, which checks it."""
-    if reads is not None and not kwargs.keys() <= reads or not _VALUE_CHECKED.isdisjoint(kwargs):
+    if kwargs and (reads is not None and not kwargs.keys() <= reads
+                   or not _VALUE_CHECKED.isdisjoint(kwargs) or not _plain_values(kwargs.values())):
         return False
-    return _plain_values(kwargs.values()) and (not args or _plain_values(args))
+    return not args or _plain_values(args)
 
 
 def _plain_values(values) -> bool:
+    """Whether each value is a Python number, text, None, or an index made of Python integers
+    (a slice, ``...``, or a tuple of those, None and integers: ``x[1:, None]``'s key)."""
     for value in values:
         kind = value.__class__
         if kind is tuple:
             for item in value:
-                if item.__class__ is not int:
+                if item.__class__ is not int and not _plain_index(item):
                     return False
-        elif kind not in _OPTION_TYPES:
+        elif kind not in _OPTION_TYPES and not _plain_index(value):
             return False
     return True
+
+
+def _plain_index(value) -> bool:
+    """Whether ``value`` is None, ``...``, or a slice of Python integers (or None)."""
+    kind = value.__class__
+    if kind is slice:
+        start, stop, step = value.start, value.stop, value.step
+        return ((start is None or start.__class__ is int)
+                and (stop is None or stop.__class__ is int)
+                and (step is None or step.__class__ is int))
+    return value is None or value is Ellipsis
 
 
 def _holds_variables(obj) -> bool:

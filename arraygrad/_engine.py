@@ -37,12 +37,15 @@ class Pass:
     values, whether it records itself, and the Variable class to wrap values in (the caller's:
     ``variables._make(value, backend, node, output_nr[, requires_grad])``)."""
 
-    __slots__ = ("retain_graph", "create_graph", "variables")
+    __slots__ = ("retain_graph", "create_graph", "variables", "capture", "watched")
 
-    def __init__(self, retain_graph, create_graph, variables):
+    def __init__(self, retain_graph, create_graph, variables, capture=None):
         self.retain_graph = retain_graph
         self.create_graph = create_graph
         self.variables = variables
+        self.capture = capture  # {edge: gradient} to fill (see backward), or None
+        # the nodes of captured edges, and every leaf's node: where _captured has work
+        self.watched = () if capture is None else {node for node, _ in capture}
 
     def wrap(self, value, backend):
         """``value`` as a Variable outside the graph (a gradient for a hook, or ``.grad``)."""
@@ -345,7 +348,7 @@ def backward(roots, retain_graph, create_graph, variables, capture=None, cut=Fal
     ``cut`` too, backward stops there: the nodes of captured edges are neither run nor passed
     (``checkpoint`` backpropagates through its recomputed segment only).
     """
-    run = Pass(retain_graph, create_graph, variables)
+    run = Pass(retain_graph, create_graph, variables, capture)
     stops = {node for node, _ in capture} if cut else ()
     dependencies = _dependencies(roots, stops)
     buffers: dict = {}
@@ -360,7 +363,7 @@ def backward(roots, retain_graph, create_graph, variables, capture=None, cut=Fal
                 if grads is not None:
                     _captured(capture, node, grads)
                 continue
-            results = _run(node, grads, run, capture)
+            results = _run(node, grads, run)
             for i, child in enumerate(node.inputs):
                 if child is None:
                     continue
@@ -372,7 +375,7 @@ def backward(roots, retain_graph, create_graph, variables, capture=None, cut=Fal
     return capture
 
 
-def _run(node, grads, run, capture):
+def _run(node, grads, run):
     """Run one node on its gradients ``grads`` (None where none reached it); return its inputs'
     gradients, or None where nothing is to be passed on."""
     if grads is None:  # reached, but no gradient came: its saved values go now, as if it had
@@ -381,7 +384,8 @@ def _run(node, grads, run, capture):
         return None
     if type(node) is Node and (node.pre_hooks or node.retained):
         grads = _node_hooks(node, grads, run)
-    if capture is not None and _captured(capture, node, grads):
+    if run.capture is not None and (node in run.watched or node.__class__ is AccumulateGrad) \
+            and _captured(run.capture, node, grads):
         return None
     try:
         results = node.apply(grads, run)

@@ -139,10 +139,10 @@ def serial() -> int:
 
 def made_leaf(variable) -> None:
     """Note that a transform made the leaf ``variable`` now."""
-    _made[id(variable)] = next(_serials)
-    weakref.finalize(variable, _made.pop, id(variable), None)  # ids are reused once it is gone
+    key = id(variable)  # ids are reused once it is gone: its entry goes with it
+    _made[key] = (next(_serials), weakref.ref(variable, lambda _, made=_made: made.pop(key, None)))
 
 
 def made_since(variable, since) -> bool:
     """Whether a transform made the leaf ``variable`` after the serial number ``since``."""
-    return _made.get(id(variable), -1) > since
+    return _made.get(id(variable), (-1,))[0] > since

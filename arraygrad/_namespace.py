@@ -220,15 +220,20 @@ class _Recorder(Arguments):
         backend and the options plain Python values the rule reads (``sum(x, axis=1)``), else
         every argument checked (:meth:`checked_call`)."""
         arity, backend = self.arity, self.backend
-        if arity is None or not arity <= len(args) <= arity + self.most_options or not (
-                _plain_options(args[arity:], kwargs, self.reads)) or not all(
-                v.__class__ is Variable and v._backend is backend for v in args[:arity]):
+        if arity is None or not arity <= len(args) <= arity + self.most_options:
             return self.checked_call(args, kwargs)
-        raw_inputs = [v._values for v in args[:arity]]
-        out = self.raw_function(*raw_inputs, *args[arity:], **kwargs)
-        params = dict(zip(self.rule.params, args[arity:]))
+        inputs, options = args[:arity], args[arity:]
+        raw_inputs = []
+        for v in inputs:
+            if v.__class__ is not Variable or v._backend is not backend:
+                return self.checked_call(args, kwargs)
+            raw_inputs.append(v._values)
+        if (options or kwargs) and not _plain_options(options, kwargs, self.reads):
+            return self.checked_call(args, kwargs)
+        out = self.raw_function(*raw_inputs, *options, **kwargs)
+        params = dict(zip(self.rule.params, options)) if options else {}
         params.update(kwargs)
-        return self.record(args[:arity], raw_inputs, out, params)
+        return self.record(inputs, raw_inputs, out, params)
 
 
 _signatures: dict = {}

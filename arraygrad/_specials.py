@@ -69,7 +69,7 @@ def install(ns, backend, recorders, Recorder):
     def _getitem(x, key):
         if key.__class__ is list or key.__class__ is tuple and list in map(type, key):
             key = _list_key(key)
-        return getitem(x, key=key)
+        return getitem(x, key)
 
     def _list_key(key):
         # NumPy reads a list in a key as an integer (or boolean) array: make it one, so that

@@ -17,6 +17,7 @@ import functools
 import math
 
 from . import _grad_mode, _pytree, autograd
+from ._engine import AccumulateGrad
 from ._forward import push_tangents
 from ._variable import Variable
 from .errors import BackwardError, GradientError
@@ -78,18 +79,19 @@ def _standing_for(value, outer):
 
 
 def _leaf(value, path, transform, outer=True):
-    """A Variable requiring grad, new to this transform, for the value at ``path``."""
+    """A Variable requiring grad, new to this transform, for the value at ``path()`` (a
+    function: the path is spelled out only for an error)."""
     if isinstance(value, Variable):
         return _standing_for(value, outer)
     if isinstance(value, (bool, int)) or type(value).__name__ in ("str", "bytes"):
-        raise TypeError(f"{transform}(): {path} is a Python {type(value).__name__}, which cannot "
+        raise TypeError(f"{transform}(): {path()} is a Python {type(value).__name__}, which cannot "
                         "be differentiated: pass it in an argument outside argnums (or in a "
                         "closure) to keep it constant, or as a floating-point array")
     try:
         return _internal_leaf(value)
     except Exception as exc:  # say where in the arguments the value is
         try:
-            renamed = type(exc)(f"{transform}(): {path}: {exc}")
+            renamed = type(exc)(f"{transform}(): {path()}: {exc}")
         except Exception:  # noqa: BLE001  (an exception type with another signature)
             raise exc from None
         raise renamed from exc
@@ -104,8 +106,8 @@ def _prepare(args, argnums, transform, outer=True):
     for i in positions:
         if i not in done:  # argnums=(0, 0) names one argument twice: one set of leaves
             leaves, structure = _pytree.flatten(args[i])
-            names = _pytree.paths(structure, f"args[{i}]")
-            variables = [_leaf(v, p, transform, outer) for v, p in zip(leaves, names)]
+            variables = [_leaf(v, lambda k=k: _pytree.paths(structure, f"args[{i}]")[k],
+                               transform, outer) for k, v in enumerate(leaves)]
             call[i] = _pytree.unflatten(structure, variables)
             done[i] = _Wrt(variables, [not isinstance(v, Variable) for v in leaves], structure,
                            since)
@@ -141,18 +143,18 @@ def _closes_over_graph(outs, wrts):
     own = {id(v) for w in wrts for v in w.leaves}
     since = wrts[0].since if wrts else math.inf
     stack = [o.grad_fn for o in outs if isinstance(o, Variable) and o.grad_fn is not None]
-    seen = set()
+    seen = set(stack)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        variable = getattr(node, "variable", None)  # an AccumulateGrad: a leaf
-        if variable is not None:
+        if node.__class__ is AccumulateGrad:  # a leaf
+            variable = node.variable
             if id(variable) not in own and not _grad_mode.made_since(variable, since):
                 return True
             continue
-        stack.extend(edge[0] for edge in node.edges if edge is not None)
+        for child in node.inputs:
+            if child is not None and child not in seen:
+                seen.add(child)
+                stack.append(child)
     return False
 
 
@@ -236,8 +238,7 @@ def _inexact(value, transform):
     """Refuse a boolean or integer ``value`` (``np.allclose(...)``, ``xp.sum(x > 0)``): it has
     no derivative, and a gradient of zeros would hide the mistake (JAX and HIPS autograd raise
     ``TypeError`` too; a constant floating value still has zeros)."""
-    if not value.__array_namespace__().isdtype(value.dtype, ("real floating",
-                                                             "complex floating")):
+    if not value._backend.is_inexact(value.dtype):
         raise TypeError(f"{transform}() needs f to return a floating value, got one of dtype "
                         f"{value.dtype}, which has no derivative (a comparison, a count, an "
                         "index?); differentiate the floating value it was computed from")

@@ -529,9 +529,7 @@ class Variable(ArrayMethods):
         result = self._backend.ns._getitem(self, key)
         if (key.__class__ is slice or key.__class__ is int or _selects_a_view(key)) \
                 and result._values.ndim:
-            ns = self._backend.ns
-            _views.link(self, result, lambda base: ns._getitem(base, key),
-                        lambda base, view: ns._setitem(base, key, view), key=key)
+            _views.link(self, result, key=key)
         return result
 
 

@@ -18,16 +18,17 @@ from . import _grad_mode
 class Link:
     """How a view relates to its base: ``read(base)`` gives the view's new value after the
     base changed, ``write(base, view)`` the base's after the view changed. ``values_only``: the
-    link carries values, not history (``detach``). ``key``: the index of ``base[key]``."""
+    link carries values, not history (``detach``). ``key``: the index of ``base[key]``, whose
+    reading and writing are the namespace's indexing (no functions given)."""
 
-    __slots__ = ("_base", "read", "write", "key", "values_only")
+    __slots__ = ("_base", "_read", "_write", "key", "values_only")
 
     def __init__(self, base, read, write, key=None, values_only=False):
         # A view holds its base weakly (nothing else sees a dead base), but a view of a view
         # holds that one: z[1:][0] must reach z through the temporary z[1:].
         self._base = base if getattr(base, "_view", None) is not None else weakref.ref(base)
-        self.read = read
-        self.write = write
+        self._read = read
+        self._write = write
         self.key = key
         self.values_only = values_only
 
@@ -36,9 +37,20 @@ class Link:
         base = self._base
         return base() if base.__class__ is weakref.ref else base
 
+    def read(self, base):
+        if self._read is None:
+            return base._backend.ns._getitem(base, self.key)
+        return self._read(base)
 
-def link(base, view, read, write, key=None, values_only=False):
-    """Make ``view`` a view of ``base``."""
+    def write(self, base, view):
+        if self._write is None:
+            return base._backend.ns._setitem(base, self.key, view)
+        return self._write(base, view)
+
+
+def link(base, view, read=None, write=None, key=None, values_only=False):
+    """Make ``view`` a view of ``base``: ``base[key]`` where ``key`` is given, else ``read``
+    and ``write`` say how (see :class:`Link`)."""
     view._view = Link(base, read, write, key, values_only)
     views = getattr(base, "_views", None)
     if views is None:

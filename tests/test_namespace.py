@@ -253,6 +253,52 @@ def test_backend_integers_as_options_are_read_as_python_ints(axis, rng):
     np.testing.assert_array_equal(x.grad.data, expected)
 
 
+PLAIN_KEYS = [slice(1, None), (slice(None, -1), 2), (None, Ellipsis, 0), (slice(None, None, 2),),
+              (1, slice(0, 3), None)]
+CHECKED_KEYS = [slice(np.int64(1), None), (np.int64(1), slice(0, 3)), [0, 2, 0], (True, 1)]
+
+
+@pytest.mark.parametrize("key", PLAIN_KEYS + CHECKED_KEYS, ids=repr)
+def test_index_keys_of_python_integers_take_the_fast_path_others_are_checked(key, rng,
+                                                                             monkeypatch):
+    """A key made of Python integers, slices of them, None and ``...`` is passed on unchecked
+    (slicing is on every loop's path); one holding NumPy integers, lists or booleans goes
+    through the checks that convert it. Both give NumPy's value and gradient."""
+    from arraygrad._namespace import _Recorder
+
+    a = rng.standard_normal((3, 4))
+    checked = []
+    original = _Recorder.checked_call
+    monkeypatch.setattr(_Recorder, "checked_call",
+                        lambda self, args, kwargs: checked.append(self.name) or original(
+                            self, args, kwargs))
+    x = ag.Variable(a, requires_grad=True)
+    y = x[key]
+    assert checked == ([] if any(key is k for k in PLAIN_KEYS) else ["__getitem__"])
+    np.testing.assert_array_equal(y.data, a[key])
+    ag.namespace("numpy").sum(y * y).backward()
+    expected = np.zeros_like(a)
+    np.add.at(expected, key if not isinstance(key, list) else (np.array(key),), 2 * a[key])
+    np.testing.assert_allclose(x.grad.data, expected)
+
+
+def test_transforms_forget_the_leaves_they_made():
+    """The leaves ``grad`` makes for raw arguments are noted (to tell its own graph from an
+    outer one) only while they live."""
+    import gc
+
+    from arraygrad import _grad_mode
+
+    xp = ag.namespace("numpy")
+    g = ag.grad(lambda x: xp.sum(x * x))
+    gc.collect()
+    before = len(_grad_mode._made)
+    for _ in range(50):
+        g(np.ones(3))
+    gc.collect()
+    assert len(_grad_mode._made) <= before
+
+
 def test_var_and_std_with_correction(backend, rng):
     a = rng.standard_normal((3, 4))
     check_grads(lambda x: backend.xp.var(x, axis=1, correction=1), a, backend=backend.name)
