@@ -361,7 +361,7 @@ def backward(roots, retain_graph, create_graph, variables, capture=None, cut=Fal
             grads = buffers.pop(node, None)
             if stops and node in stops:  # captured, and neither run nor passed
                 if grads is not None:
-                    _captured(capture, node, grads)
+                    _captured(run, node, grads)
                 continue
             results = _run(node, grads, run)
             for i, child in enumerate(node.inputs):
@@ -384,8 +384,7 @@ def _run(node, grads, run):
         return None
     if type(node) is Node and (node.pre_hooks or node.retained):
         grads = _node_hooks(node, grads, run)
-    if run.capture is not None and (node in run.watched or node.__class__ is AccumulateGrad) \
-            and _captured(run.capture, node, grads):
+    if run.capture is not None and _captured(run, node, grads):
         return None
     try:
         results = node.apply(grads, run)
@@ -421,8 +420,11 @@ def _dependencies(roots, stops=()) -> dict:
     return dependencies
 
 
-def _captured(capture, node, grads) -> bool:
+def _captured(run, node, grads) -> bool:
     """Store the gradients arriving at captured edges; True at a leaf (whose .grad stays)."""
+    if node not in run.watched and node.__class__ is not AccumulateGrad:
+        return False
+    capture = run.capture
     for output_nr, grad in enumerate(grads):
         if (node, output_nr) in capture:
             capture[(node, output_nr)] = grad
