@@ -54,6 +54,30 @@ class Namespace(OverCompat):
             return total.dtype.type(total / count)
         return self._compat.mean(x, axis=axis, keepdims=keepdims, **options)
 
+    def broadcast_to(self, x, /, shape):
+        # numpy.broadcast_to finds the view through an nditer (microseconds): for a contiguous
+        # ndarray it is a zero stride on each new or length-1 axis, made directly, read-only
+        # and on x's memory as NumPy's (every reduction's gradient is broadcast back)
+        if x.__class__ is _ndarray and shape.__class__ is tuple and len(shape) >= x.ndim:
+            extra = len(shape) - x.ndim
+            strides = [0] * extra
+            for n, m, stride in zip(shape[extra:], x.shape, x.strides):
+                if m == n and n.__class__ is int:
+                    strides.append(stride if n != 1 else 0)
+                elif m == 1 and n.__class__ is int and n >= 0:
+                    strides.append(0)
+                else:
+                    break
+            else:
+                try:
+                    view = _ndarray(shape, x.dtype, x, 0, tuple(strides))
+                except (TypeError, ValueError, BufferError):  # x is not contiguous
+                    pass
+                else:
+                    view.flags.writeable = False
+                    return view
+        return self._compat.broadcast_to(x, shape)
+
     def ones_like(self, x, /, *, dtype=None, device=None, **options):
         return self._filled_like(x, 1, "ones_like", dtype, device, options)
 

@@ -196,3 +196,33 @@ def test_numpys_own_options_reach_numpy():
     same(raw.min(x, initial=-1e9), compat.min(x, initial=-1e9))
     same(raw.mean(x, axis=2, where=x > 0), compat.mean(x, axis=2, where=x > 0))
     same(raw.reshape(x, (15, 7), order="F"), compat.reshape(x, (15, 7), order="F"))
+
+
+BROADCASTS = [((), (3,)), ((), ()), ((1,), (1,)), ((1,), (4,)), ((3,), (2, 3)), ((1, 3), (4, 3)),
+              ((2, 1), (2, 5)), ((2, 1, 3), (4, 2, 6, 3)), ((0,), (2, 0)), ((1, 0), (3, 0)),
+              ((1,), (0,)), ((2, 3), (2, 3))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "bool", "int64"])
+@pytest.mark.parametrize("shape, target", BROADCASTS, ids=str)
+def test_broadcast_to_gives_numpys_read_only_view(shape, target, dtype):
+    """The view every reduction's gradient is broadcast back with: NumPy's values, strides
+    and memory (a view of ``x``), read-only, so that nothing writes through its zero strides."""
+    x = np.asarray(rng.standard_normal(shape)).astype(dtype)
+    got, expected = raw.broadcast_to(x, target), np.broadcast_to(x, target)
+    same(got, expected)
+    assert got.strides == expected.strides and (np.shares_memory(got, x) or got.size == 0)
+    assert not got.flags.writeable
+
+
+@pytest.mark.parametrize("x", [np.ones((4, 6))[:, ::2], np.ones((4, 3)).T, np.ones((2, 3))[::-1]],
+                         ids=["strided", "transposed", "reversed"])
+def test_broadcast_to_of_any_layout_agrees(x):
+    target = (2,) + x.shape
+    same(raw.broadcast_to(x, target), np.broadcast_to(x, target))
+
+
+@pytest.mark.parametrize("shape, target", [((3,), (4,)), ((2, 3), (3,)), ((3,), (2, 4))])
+def test_broadcast_to_refuses_what_numpy_refuses(shape, target):
+    with pytest.raises(ValueError):
+        raw.broadcast_to(np.ones(shape), target)
