@@ -14,7 +14,7 @@ from ._over_compat import OverCompat
 _ndarray = numpy.ndarray
 _add, _maximum, _minimum = numpy.add.reduce, numpy.maximum.reduce, numpy.minimum.reduce
 _true_divide, _intp = numpy.true_divide, numpy.intp
-_empty_like = numpy.empty_like
+_empty_like, _zeros = numpy.empty_like, numpy.zeros
 _REAL = frozenset("fd")  # float32, float64: max, min, mean
 _INEXACT = frozenset("fdFD")  # and complex64, complex128: sum
 
@@ -77,6 +77,28 @@ class Namespace(OverCompat):
                     view.flags.writeable = False
                     return view
         return self._compat.broadcast_to(x, shape)
+
+    # NumPy's methods, which numpy.transpose, swapaxes and take call after their Python dispatch
+    # (array-api-compat's wrappers add another layer): matmul's and take's gradients call them
+    def permute_dims(self, x, /, axes):
+        if x.__class__ is _ndarray:
+            return x.transpose(axes)
+        return self._compat.permute_dims(x, axes)
+
+    def matrix_transpose(self, x, /):
+        if x.__class__ is _ndarray and x.ndim >= 2:
+            return x.swapaxes(-1, -2)
+        return self._compat.matrix_transpose(x)
+
+    def take(self, x, indices, /, *, axis=None, **options):
+        if x.__class__ is _ndarray and not options:
+            return x.take(indices, axis=axis)
+        return self._compat.take(x, indices, axis=axis, **options)
+
+    def zeros(self, shape, *, dtype=None, device=None, **options):
+        if device is None and not options:  # (every indexing gradient starts from zeros)
+            return _zeros(shape, dtype=dtype)
+        return self._compat.zeros(shape, dtype=dtype, device=device, **options)
 
     def ones_like(self, x, /, *, dtype=None, device=None, **options):
         return self._filled_like(x, 1, "ones_like", dtype, device, options)

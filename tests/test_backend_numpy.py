@@ -226,3 +226,24 @@ def test_broadcast_to_of_any_layout_agrees(x):
 def test_broadcast_to_refuses_what_numpy_refuses(shape, target):
     with pytest.raises(ValueError):
         raw.broadcast_to(np.ones(shape), target)
+
+
+def test_transposes_takes_and_zeros_agree():
+    """The other fast paths, NumPy's methods without their Python dispatch: the same values,
+    layout and type as array-api-compat's, and its errors."""
+    x = ARRAYS["float64"]
+    same(raw.permute_dims(x, (2, 0, 1)), compat.permute_dims(x, (2, 0, 1)))
+    assert raw.permute_dims(x, (2, 0, 1)).strides == compat.permute_dims(x, (2, 0, 1)).strides
+    same(raw.matrix_transpose(x), compat.matrix_transpose(x))
+    assert raw.matrix_transpose(x).strides == compat.matrix_transpose(x).strides
+    with pytest.raises(ValueError):
+        raw.matrix_transpose(x[0, 0])
+    indices = np.array([2, 0, 2, 1])
+    for axis in (None, 0, 1, -1):
+        same(raw.take(x if axis is not None else x.ravel(), indices, axis=axis),
+             compat.take(x if axis is not None else x.ravel(), indices, axis=axis))
+    with pytest.raises(IndexError):
+        raw.take(x, np.array([9]), axis=1)
+    for shape, dtype in [((2, 3), None), ((), raw.float32), (4, raw.int64), ((0, 2), None)]:
+        same(raw.zeros(shape, dtype=dtype), compat.zeros(shape, dtype=dtype))
+    same(raw.zeros((2,), device="cpu"), compat.zeros((2,), device="cpu"))
