@@ -44,8 +44,7 @@ class Pass:
         self.create_graph = create_graph
         self.variables = variables
         self.capture = capture  # {edge: gradient} to fill (see backward), or None
-        # the nodes of captured edges, and every leaf's node: where _captured has work
-        self.watched = () if capture is None else {node for node, _ in capture}
+        self.watched = () if capture is None else {node for node, _ in capture}  # their nodes
 
     def wrap(self, value, backend):
         """``value`` as a Variable outside the graph (a gradient for a hook, or ``.grad``)."""
@@ -424,10 +423,9 @@ def _captured(run, node, grads) -> bool:
     """Store the gradients arriving at captured edges; True at a leaf (whose .grad stays)."""
     if node not in run.watched and node.__class__ is not AccumulateGrad:
         return False
-    capture = run.capture
     for output_nr, grad in enumerate(grads):
-        if (node, output_nr) in capture:
-            capture[(node, output_nr)] = grad
+        if (node, output_nr) in run.capture:
+            run.capture[(node, output_nr)] = grad
     return node.__class__ is AccumulateGrad
 
 

@@ -13,7 +13,7 @@ import operator
 import types
 
 from . import _grad_mode, _specials, _standard, _views
-from ._arguments import (_ARRAYS_ONLY_FUNCTIONS, _NUMBERS, Arguments, _options_read,
+from ._arguments import (_ARRAYS_ONLY_FUNCTIONS, _NUMBERS, Arguments, _options_read, _owners,
                          _plain_options, _scalar_operand, _shape, check_positional)
 from ._engine import Node, accumulator
 from ._methods import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS
@@ -110,6 +110,7 @@ class _Recorder(Arguments):
             (kind, index, -1 if readers is None else sum(2 << i for i in readers))
             for (kind, index), readers in zip(rule.sources, rule.users))
         self.unknown_shapes = None  # may shapes be unknown (dask's NaN)? Asked when first recording
+        self.tracks = backend.tracked is not None  # (see constant())
 
     def record(self, inputs, raw_inputs, out, params):
         """Wrap the raw result ``out``; record a Node when some input requires grad (and, for
@@ -194,8 +195,8 @@ class _Recorder(Arguments):
     # -------------------------------------------------------------------------- the calls
     def __call__(self, *args, **kwargs):
         """The call, recorded. Fast where it needs no checks: the rule's arrays given by
-        position as Variables of this backend, or Python numbers where elementwise (``sin(x)``,
-        ``x * 2``); with options, :meth:`call_with_options`."""
+        position as Variables or plain arrays of this backend, or Python numbers where
+        elementwise (``sin(x)``, ``x * 2``, ``X @ w``); with options, :meth:`call_with_options`."""
         if kwargs or len(args) != self.arity:
             return self.call_with_options(args, kwargs)
         backend = self.backend
@@ -207,6 +208,8 @@ class _Recorder(Arguments):
                 recording = recording or value._requires_grad
             elif self.numbers and value.__class__ in _NUMBERS:
                 raw_inputs.append(value)
+            elif self.constant(value):
+                raw_inputs.append(value)
             else:
                 return self.checked_call(args, kwargs)
         out = self.raw_function(*raw_inputs)
@@ -214,6 +217,12 @@ class _Recorder(Arguments):
                 backend.is_inexact(out.dtype)):  # (record()'s answer, without its call)
             return _make(out, backend, self.node(args, raw_inputs, (out,), None, False), 0)
         return self.record(args, raw_inputs, out, None)
+
+    def constant(self, value) -> bool:
+        """Whether ``value`` may be taken as it is: an array of this backend's, of a type
+        ``coerce`` leaves alone, of a library whose autograd tracks nothing (torch's: checked)."""
+        kind, backend = value.__class__, self.backend
+        return _owners.get(kind) is backend and kind in backend._plain_types and not self.tracks
 
     def call_with_options(self, args, kwargs):
         """A call with options: passed on unchanged where the arrays are Variables of this

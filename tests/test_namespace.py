@@ -282,6 +282,31 @@ def test_index_keys_of_python_integers_take_the_fast_path_others_are_checked(key
     np.testing.assert_allclose(x.grad.data, expected)
 
 
+def test_arrays_of_the_backend_are_constants_without_the_checks(rng, monkeypatch):
+    """``X @ w`` and ``y * raw`` with a NumPy array: taken as a constant on the fast path, with
+    NumPy's value and the gradient in ``w`` alone; what is no plain array of the backend (a
+    masked array, a list) still goes through the checks, which convert or refuse it."""
+    from arraygrad._namespace import _Recorder
+
+    xp = ag.namespace("numpy")
+    X, a = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    checked = []
+    original = _Recorder.checked_call
+    monkeypatch.setattr(_Recorder, "checked_call",
+                        lambda self, args, kwargs: checked.append(self.name) or original(
+                            self, args, kwargs))
+    w = ag.Variable(a, requires_grad=True)
+    y = xp.matmul(X, w)
+    z = xp.multiply(y, X[:, 0])
+    assert checked == [] and z.grad_fn is not None
+    xp.sum(z).backward()
+    np.testing.assert_allclose(w.grad.data, X.T @ X[:, 0])
+    with pytest.raises(TypeError, match="MaskedArray"):
+        xp.multiply(np.ma.masked_array(a, [0, 1, 0]), w)
+    np.testing.assert_allclose(xp.add(w, [1.0, 2.0, 3.0]).data, a + [1.0, 2.0, 3.0])
+    assert checked == ["multiply", "add"]
+
+
 def test_transforms_forget_the_leaves_they_made():
     """The leaves ``grad`` makes for raw arguments are noted (to tell its own graph from an
     outer one) only while they live."""
