@@ -258,20 +258,23 @@ PLAIN_KEYS = [slice(1, None), (slice(None, -1), 2), (None, Ellipsis, 0), (slice(
 CHECKED_KEYS = [slice(np.int64(1), None), (np.int64(1), slice(0, 3)), [0, 2, 0], (True, 1)]
 
 
+@pytest.fixture
+def checked(monkeypatch):
+    """The names of the functions called through the recorder's checks, in order."""
+    from arraygrad._namespace import _Recorder
+
+    names, original = [], _Recorder.checked_call
+    monkeypatch.setattr(_Recorder, "checked_call", lambda self, args, kwargs: names.append(
+        self.name) or original(self, args, kwargs))
+    return names
+
+
 @pytest.mark.parametrize("key", PLAIN_KEYS + CHECKED_KEYS, ids=repr)
-def test_index_keys_of_python_integers_take_the_fast_path_others_are_checked(key, rng,
-                                                                             monkeypatch):
+def test_index_keys_of_python_integers_take_the_fast_path_others_are_checked(key, rng, checked):
     """A key made of Python integers, slices of them, None and ``...`` is passed on unchecked
     (slicing is on every loop's path); one holding NumPy integers, lists or booleans goes
     through the checks that convert it. Both give NumPy's value and gradient."""
-    from arraygrad._namespace import _Recorder
-
     a = rng.standard_normal((3, 4))
-    checked = []
-    original = _Recorder.checked_call
-    monkeypatch.setattr(_Recorder, "checked_call",
-                        lambda self, args, kwargs: checked.append(self.name) or original(
-                            self, args, kwargs))
     x = ag.Variable(a, requires_grad=True)
     y = x[key]
     assert checked == ([] if any(key is k for k in PLAIN_KEYS) else ["__getitem__"])
@@ -282,19 +285,12 @@ def test_index_keys_of_python_integers_take_the_fast_path_others_are_checked(key
     np.testing.assert_allclose(x.grad.data, expected)
 
 
-def test_arrays_of_the_backend_are_constants_without_the_checks(rng, monkeypatch):
+def test_arrays_of_the_backend_are_constants_without_the_checks(rng, checked):
     """``X @ w`` and ``y * raw`` with a NumPy array: taken as a constant on the fast path, with
     NumPy's value and the gradient in ``w`` alone; what is no plain array of the backend (a
     masked array, a list) still goes through the checks, which convert or refuse it."""
-    from arraygrad._namespace import _Recorder
-
     xp = ag.namespace("numpy")
     X, a = rng.standard_normal((5, 3)), rng.standard_normal(3)
-    checked = []
-    original = _Recorder.checked_call
-    monkeypatch.setattr(_Recorder, "checked_call",
-                        lambda self, args, kwargs: checked.append(self.name) or original(
-                            self, args, kwargs))
     w = ag.Variable(a, requires_grad=True)
     y = xp.matmul(X, w)
     z = xp.multiply(y, X[:, 0])
