@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import importlib.metadata
 import sys
@@ -71,9 +70,8 @@ class Backend:
     def __repr__(self):
         return f"<arraygrad backend {self.name!r}>"
 
-    # The raw namespace is imported on first use, so a missing library costs nothing until then;
-    # then it is a plain attribute (read on every recorded op and every node backward runs).
-    @functools.cached_property
+    # The raw namespace is imported on first use, so a missing library costs nothing until then.
+    @property
     def raw(self):
         if self._raw is None:
             try:
