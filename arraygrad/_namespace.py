@@ -206,10 +206,8 @@ class _Recorder(Arguments):
             if value.__class__ is Variable and value._backend is backend:
                 raw_inputs.append(value._values)
                 recording = recording or value._requires_grad
-            elif self.numbers and value.__class__ in _NUMBERS:
-                raw_inputs.append(value)
-            elif self.constant(value):
-                raw_inputs.append(value)
+            elif self.numbers and value.__class__ in _NUMBERS or self.constant(value):
+                raw_inputs.append(value)  # (a Python number, or an array: a constant)
             else:
                 return self.checked_call(args, kwargs)
         out = self.raw_function(*raw_inputs)
