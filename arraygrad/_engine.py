@@ -116,7 +116,7 @@ class Node:
         if run.create_graph:
             xp, saved = backend.ns, self.saved_variables(run.variables)
         else:
-            xp = backend.raw
+            xp = backend._raw  # (loaded: the forward pass ran through it; not the property)
         if self.saved and not run.retain_graph:
             self.saved = _FREED
         g = grads[0] if self.n_outputs == 1 else self._output_grads(grads, xp)
@@ -180,28 +180,24 @@ class Node:
 
 def run_vjps(rule, xp, g, saved, params, inputs):
     """Call a rule's VJPs for the inputs that need a gradient (``inputs``: per input, what
-    takes its gradient, or None); ``None`` for the others."""
+    takes its gradient, or None); ``None`` for the others. A VJP takes the saved values its
+    picker picks (all of them, in order, where it has none)."""
     if rule.joint is not None:
         options = _options(params, rule.keywords[0]) if params else {}
         if rule.asks_needed:  # it skips the gradients no input takes
             options = {**options, "needed": tuple(needs is not None for needs in inputs)}
-        return list(rule.joint(xp, g, *_picked(rule.pickers[0], saved), **options))
+        pick = rule.pickers[0]
+        return list(rule.joint(xp, g, *(saved if pick is None else pick(saved)), **options))
     results = []
     for i, needs in enumerate(inputs):
         vjp, pick = rule.vjps[i], rule.pickers[i]
         if needs is None or vjp is None:
             results.append(None)
-        elif params:
-            results.append(vjp(xp, g, *_picked(pick, saved),
-                               **_options(params, rule.keywords[i])))
-        else:
-            results.append(vjp(xp, g, *(saved if pick is None else pick(saved))))
+            continue
+        args = saved if pick is None else pick(saved)
+        results.append(vjp(xp, g, *args, **_options(params, rule.keywords[i])) if params
+                       else vjp(xp, g, *args))
     return results
-
-
-def _picked(pick, saved):
-    """The saved values a VJP takes: ``pick(saved)``, or all of them where ``pick`` is None."""
-    return saved if pick is None else pick(saved)
 
 
 def _reconnect(value, edge, backend, variables):

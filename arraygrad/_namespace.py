@@ -141,37 +141,40 @@ class _Recorder(Arguments):
     def node(self, inputs, raw_inputs, outs, params, multiple):
         """The Node of a call: per input, the node its gradient goes to; the inputs' and
         outputs' shapes and dtypes (shared: :data:`_signatures`); what the rule's VJPs read."""
-        nodes, nrs, meta = [], [], [self.backend]
-        needs, bit = 1, 2  # a bit mask of the inputs that need a gradient, from bit 1 (saved())
-        for v, r in zip(inputs, raw_inputs):
+        backend = self.backend
+        nodes, key = [], [backend]  # key: the signature, flat (see _signatures)
+        needs, bit = 1, 2  # a bit mask of the inputs that need a gradient, from bit 1 (saves)
+        for v in inputs:
             if v.__class__ is Variable and v._requires_grad:
-                node = v.grad_fn
-                if node is None:
-                    nodes.append(accumulator(v))
-                    nrs.append(0)
-                else:
-                    nodes.append(node)
-                    nrs.append(v._output_nr)
+                nodes.append(v.grad_fn or accumulator(v))  # (a leaf's output number is 0)
+                key.append(v._output_nr)
                 needs |= bit
             else:
                 nodes.append(None)
-                nrs.append(0)
-            meta.append(None if r is None or r.__class__ in _NUMBERS else (r.shape, r.dtype))
+                key.append(0)
             bit <<= 1
+        for r in raw_inputs:
+            key += _NO_META if r is None or r.__class__ in _NUMBERS else (r.shape, r.dtype)
+        if self.unknown_shapes is not False:
+            self.check_known(outs)
+        for o in outs:
+            key += o.shape, o.dtype
+        key = tuple(key)
+        try:
+            input_nrs, meta = _signatures[key]
+        except (KeyError, TypeError):  # a new signature, or a dtype that cannot be hashed
+            input_nrs, meta = _new_signature(key, len(nodes))
+        return Node(self.rule, backend, tuple(nodes), input_nrs, meta,
+                    self.saved(needs, raw_inputs, outs, multiple), params,
+                    len(outs) if multiple else 1)
+
+    def check_known(self, outs):
+        """Refuse outputs of unknown shape (dask's NaN), where the backend may give them."""
         if self.unknown_shapes is None:
             self.unknown_shapes = not self.backend.capabilities()["data_dependent_shapes"]
         for o in outs:
             if self.unknown_shapes and any(n is None or n != n for n in o.shape):
                 raise _unknown_shape(self.name, self.backend, o)
-            meta.append((o.shape, o.dtype))
-        key = (*nrs, *meta)
-        try:
-            input_nrs, meta = _signatures[key]
-        except (KeyError, TypeError):  # a new signature, or a dtype that cannot be hashed
-            input_nrs, meta = _new_signature(key, len(nrs))
-        return Node(self.rule, self.backend, tuple(nodes), input_nrs, meta,
-                    self.saved(needs, raw_inputs, outs, multiple), params,
-                    len(outs) if multiple else 1)
 
     def saved(self, needs, raw_inputs, outs, multiple):
         """What the rule's VJPs read, None where only inputs that need no gradient (not in the
@@ -244,16 +247,18 @@ class _Recorder(Arguments):
 
 
 _signatures: dict = {}
-"""Per signature of a call (input nrs, backend, input and output shapes and dtypes), the pair
-``(input_nrs, meta)`` that every node of that signature shares: a new tuple of tuples per node
-outlives a collection or two before the GC untracks it, and a long graph of same-shaped ops
-kept the GC scanning them (W4's forward took twice as long). The backend is part of the key:
-dtypes of two libraries are never compared."""
+"""Per signature of a call, flat (backend, input nrs, then shape and dtype of each input and
+output), the ``(input_nrs, meta)`` that its nodes share: a new tuple of tuples per node outlives
+a collection or two, and a long graph of them kept the GC scanning (W4's forward took twice as
+long). The backend is in the key: dtypes of two libraries are never compared."""
+_NO_META = (None, None)  # the shape and dtype in a signature of an input that is a Python number
 
 
 def _new_signature(key, n):
     """``(input_nrs, meta)`` of a signature ``key`` of ``n`` inputs seen for the first time."""
-    pair = key[:n], key[n + 1:]
+    pairs = [None if shape is None else (shape, dtype)
+             for shape, dtype in zip(key[n + 1::2], key[n + 2::2])]
+    pair = key[1:n + 1], tuple(pairs)
     try:
         if len(_signatures) >= 4096:
             _signatures.clear()
@@ -446,7 +451,8 @@ def _operators(ns, backend, recorders):
         elif not takes_scalars:
             raw_function = _scalar_operand(backend.raw, raw_function, raw_operator)
         if name in recorders:
-            recorder = table[name] = _Recorder(backend, name, raw_function, recorders[name].rule)
+            recorder = _Recorder(backend, name, raw_function, recorders[name].rule)
+            table[name] = recorder.__call__  # (a bound method: called without the type's slot)
             table["r" + name] = lambda a, b, recorder=recorder: recorder(b, a)
         else:
             plain = _plain(backend, name, raw_function)
