@@ -34,7 +34,8 @@ CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": Tr
   and ``xp.exp(a - b)`` may compute into the temporary ``a - b`` (its ufunc's ``out=``);
 - ``matmul_sums``: arrays have NumPy's ``flags.c_contiguous`` and ``dtype.char``, and a product
   with a vector of ones is faster than the library's sum, so backward sums a gradient over
-  leading or trailing axes that way (a bias' gradient, ``x - max(x, axis=1)``'s);
+  a block of adjacent axes that way (a bias' gradient, ``x - max(x, axis=1)``'s, and a batch of
+  products for a middle block: ``x[:, None, :] - y[None]``'s);
 - ``solve_triangular``: a kernel the standard lacks, declared as a function returning it or a
   ``"module:function"`` to import on first use (an ImportError means none, as for
   ``special``): ``solve_triangular(a, b, *, upper)`` is ``a^-1 b`` for ``a`` upper (or lower)

@@ -25,11 +25,14 @@ class _NoSum:
         return getattr(_raw(), name)
 
 
-CASES = [  # shape, axes, keepdims: leading or trailing axes, which the product sums
+CASES = [  # shape, axes, keepdims: a block of adjacent axes, which the product sums
     ((128, 10), (1,), True), ((128, 10), (1,), False), ((128, 10), (0,), False),
     ((128, 10), (0,), True), ((7, 5, 3), (0, 1), False), ((7, 5, 3), (1, 2), True),
     ((7, 5, 3), (0,), True), ((7, 5, 3), (2,), False), ((6,), (0,), False), ((6,), (0,), True),
     ((4, 3), (0, 1), True), ((3, 1, 4), (0,), False), ((1, 9), (1,), True),
+    # a middle block: a batch of products (pairwise differences' x[:, None, :])
+    ((7, 5, 3), (1,), False), ((7, 5, 3), (1,), True), ((2, 3, 4, 5), (1, 2), False),
+    ((2, 3, 4, 5), (1, 2), True), ((2, 3, 4, 5), (2,), True), ((4, 1, 6), (1,), False),
 ]
 
 
@@ -46,7 +49,8 @@ def test_product_gives_the_sum(shape, axes, keepdims, dtype):
 
 @pytest.mark.parametrize("shape, axes, keepdims", [((7, 5), (0,), True),
                                                     ((128, 10), (1,), True),
-                                                    ((128, 10), (0,), False)])
+                                                    ((128, 10), (0,), False),
+                                                    ((7, 5, 3), (1,), False)])
 def test_product_owns_its_memory_where_its_shape_allows(shape, axes, keepdims):
     """Backward copies a gradient that is a view before it keeps it in ``.grad``: the product
     is made in its final shape where a row or a column of ones gives it."""
@@ -63,8 +67,8 @@ def test_special_values_sum_as_numpy_sums_them():
 
 
 @pytest.mark.parametrize("g, axes", [
-    (np.ones((4, 5, 6)), (1,)),  # a middle axis
     (np.ones((4, 5, 6)), (0, 2)),  # not one block
+    (np.ones((4, 5, 6)), (2, 1)),  # not in order
     (np.ones((6, 4)).T, (0,)),  # not C-contiguous
     (np.arange(12).reshape(3, 4), (0,)),  # integers
     (np.ones((3, 4), dtype=np.complex128), (1,)),  # complex

@@ -432,10 +432,11 @@ against 2.3e-4, relative)."""
 
 def sum_axes(xp, g, axes, keepdims=False):
     """``xp.sum(g, axis=axes, keepdims=keepdims)`` for a rule or the engine (``axes``: a tuple).
-    On a backend with the capability ``matmul_sums``, a sum over the leading or trailing axes
-    of a C-contiguous float32 or float64 array, adding at most ``MATMUL_SUM_MAX`` values into
-    each result, is one product with a vector of ones (BLAS): NumPy's reductions over a short
-    axis, or over the batch axis of a bias' gradient, take 1.5 to 10 times longer."""
+    On a backend with the capability ``matmul_sums``, a sum over one block of adjacent axes
+    (leading, trailing or in the middle) of a C-contiguous float32 or float64 array, adding at
+    most ``MATMUL_SUM_MAX`` values into each result, is a product with a vector of ones (BLAS;
+    a batch of them for a middle block): NumPy's reductions over a short axis, a middle axis or
+    the batch axis of a bias' gradient take 1.5 to 18 times longer."""
     kind = g.__class__
     capable = _matmul_sums_types.get(kind)
     if capable is None:  # (not a subclass, such as NumPy's masked arrays: they sum their way)
@@ -451,37 +452,46 @@ def sum_axes(xp, g, axes, keepdims=False):
                 _sum_plans.clear()
             plan = _sum_plans[key] = _sum_plan(*key)
         if plan:
-            lead, reduced, size, ones_shape, kept = plan
+            ones_first, matrix, ones_shape, kept = plan
             ones = _ones.get((kind, ones_shape, g.dtype))
             if ones is None:
                 ones = _ones_of(xp, kind, ones_shape, g.dtype)
-            total = ones @ g.reshape(reduced, size) if lead else g.reshape(size, reduced) @ ones
+            g = g.reshape(matrix)
+            total = ones @ g if ones_first else g @ ones
             return total if kept is None else total.reshape(kept)
     return xp.sum(g, axis=axes, keepdims=keepdims)
 
 
 def _sum_plan(shape, axes, keepdims):
-    """How :func:`sum_axes` sums ``axes`` of ``shape`` as a matrix-vector product, or False
-    where it cannot (axes neither leading nor trailing, an empty array, more than
-    ``MATMUL_SUM_MAX`` values into each result): ``(leading?, reduced length, kept size, shape
-    of the ones, shape to give the product or None)``. The ones are a row or a column where that
+    """How :func:`sum_axes` sums ``axes`` of ``shape`` as a product with ones, or False where
+    it cannot (axes not one block, an empty array, more than ``MATMUL_SUM_MAX`` values into
+    each result): ``(ones first?, the shape g is viewed in, shape of the ones, shape to give
+    the product or None)``. Leading axes: ones times a matrix; trailing: a matrix times ones;
+    a middle block: ones times a stack of matrices. The ones are a row or a column where that
     gives the product its shape already: a reshaped product would be a view, which backward
     copies before keeping it or adding into it."""
     count = len(axes)
-    lead = axes == tuple(range(count))
-    if not count or not (lead or axes == tuple(range(len(shape) - count, len(shape)))):
+    start = axes[0] if count else 0
+    if not count or axes != tuple(range(start, start + count)):
         return False
-    reduced = math.prod(shape[:count] if lead else shape[len(shape) - count:])
-    rest = shape[count:] if lead else shape[:len(shape) - count]
-    size = math.prod(rest)
-    if not reduced or not size or reduced > MATMUL_SUM_MAX:
+    end = start + count
+    before, reduced, after = (math.prod(shape[:start]), math.prod(shape[start:end]),
+                              math.prod(shape[end:]))
+    if not reduced or not before * after or reduced > MATMUL_SUM_MAX:
         return False
-    kept = ((1,) * count + rest if lead else rest + (1,) * count) if keepdims else rest
-    if kept == (size,):
-        return lead, reduced, size, (reduced,), None
-    if kept == ((1, size) if lead else (size, 1)):
-        return lead, reduced, size, (1, reduced) if lead else (reduced, 1), None
-    return lead, reduced, size, (reduced,), kept
+    kept = shape[:start] + (1,) * count + shape[end:] if keepdims else shape[:start] + shape[end:]
+    if start == 0:  # (a sum of every axis too)
+        ones_first, matrix, ones_shape = True, (reduced, after), (
+            (1, reduced) if kept == (1, after) else (reduced,))
+        made = (1, after) if ones_shape == (1, reduced) else (after,)
+    elif end == len(shape):
+        ones_first, matrix, ones_shape = False, (before, reduced), (
+            (reduced, 1) if kept == (before, 1) else (reduced,))
+        made = (before, 1) if ones_shape == (reduced, 1) else (before,)
+    else:
+        ones_first, matrix, ones_shape, made = True, (before, reduced, after), (reduced,), (
+            before, after)
+    return ones_first, matrix, ones_shape, None if kept == made else kept
 
 
 def _ones_of(xp, kind, shape, dtype):
