@@ -174,7 +174,11 @@ class _Recorder(Arguments):
             self.unknown_shapes = not self.backend.capabilities()["data_dependent_shapes"]
         for o in outs:
             if self.unknown_shapes and any(n is None or n != n for n in o.shape):
-                raise _unknown_shape(self.name, self.backend, o)
+                raise GradientError(
+                    f"{self.name} on backend {self.backend.name!r} gives an output of unknown "
+                    f"shape {tuple(o.shape)} (a data-dependent shape, which this backend cannot "
+                    "provide), so no gradient can flow through it. Detach its input, or make "
+                    "the shape known first (dask: .compute_chunk_sizes()).")
 
     def saved(self, needs, raw_inputs, outs, multiple):
         """What the rule's VJPs read, None where only inputs that need no gradient (not in the
@@ -226,18 +230,21 @@ class _Recorder(Arguments):
         return _owners.get(kind) is backend and kind in backend._plain_types and not self.tracks
 
     def call_with_options(self, args, kwargs):
-        """A call with options: passed on unchanged where the arrays are Variables of this
-        backend and the options plain Python values the rule reads (``sum(x, axis=1)``), else
-        every argument checked (:meth:`checked_call`)."""
+        """A call with options: passed on unchanged where the arrays are Variables or plain
+        arrays (:meth:`constant`) of this backend and the options plain Python values the rule
+        reads (``sum(x, axis=1)``), else every argument checked (:meth:`checked_call`)."""
         arity, backend = self.arity, self.backend
         if arity is None or not arity <= len(args) <= arity + self.most_options:
             return self.checked_call(args, kwargs)
         inputs, options = args[:arity], args[arity:]
         raw_inputs = []
         for v in inputs:
-            if v.__class__ is not Variable or v._backend is not backend:
+            if v.__class__ is Variable and v._backend is backend:
+                raw_inputs.append(v._values)
+            elif self.constant(v):
+                raw_inputs.append(v)
+            else:
                 return self.checked_call(args, kwargs)
-            raw_inputs.append(v._values)
         if (options or kwargs) and not _plain_options(options, kwargs, self.reads):
             return self.checked_call(args, kwargs)
         out = self.raw_function(*raw_inputs, *options, **kwargs)
@@ -266,14 +273,6 @@ def _new_signature(key, n):
     except TypeError:  # a dtype that cannot be hashed: not shared
         pass
     return pair
-
-def _unknown_shape(name, backend, out):
-    return GradientError(
-        f"{name} on backend {backend.name!r} gives an output of unknown shape "
-        f"{tuple(out.shape)} (a data-dependent shape, which this backend cannot provide), so "
-        "no gradient can flow through it. Detach its input, or make the shape known first "
-        "(dask: .compute_chunk_sizes()).")
-
 
 def _pack(out, results):
     if hasattr(out, "_fields"):  # a named tuple such as eigh's or svd's

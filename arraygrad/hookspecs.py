@@ -22,7 +22,8 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 """The dtypes of the standard, by name."""
 
 CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": True,
-                "reuse_unshared": False, "matmul_sums": False, "solve_triangular": None}
+                "reuse_unshared": False, "matmul_sums": False, "solve_triangular": None,
+                "scatter_add": None}
 """What a backend can do, and the value assumed where its spec does not say:
 
 - ``inplace``: arrays are mutable (``x[key] = v`` works);
@@ -42,7 +43,13 @@ CAPABILITIES = {"inplace": True, "data_dependent_shapes": True, "host_reads": Tr
   triangular, of shape ``(..., n, n)``, and ``b`` of shape ``(..., n, k)``, batch axes
   broadcast; it may raise a ``LinAlgError`` for a singular ``a``. Rules with triangular
   factors (``cholesky``'s, ``qr``'s) use it; without it they call the standard's
-  ``linalg.solve`` (the same values, an LU factorisation more).
+  ``linalg.solve`` (the same values, an LU factorisation more);
+- ``scatter_add``: a kernel the standard lacks, declared as ``solve_triangular`` is:
+  ``scatter_add(size, positions, values)`` is a new 1-D array of ``size`` zeros of
+  ``values``' dtype and device, with each of ``values`` (1-D) added at its position (1-D
+  integers, repeats adding up). The gradients of gathers (``take``, integer-array indexing)
+  use it; without it they sort, take running totals and search (the standard alone: 16 to 80
+  times slower on NumPy).
 """
 
 TOLERANCES = {

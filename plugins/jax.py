@@ -35,10 +35,18 @@ def _solve_triangular():
     return solve
 
 
+def _scatter_add():
+    import jax.numpy
+
+    return lambda size, positions, values: jax.numpy.zeros(
+        size, dtype=values.dtype, device=values.device).at[positions].add(values)
+
+
 @hookimpl
 def arraygrad_backend():
     return BackendSpec(
         name="jax", library="jax", arrays=("jax:Array",), namespace=_namespace,
         special="jax.scipy.special",
-        capabilities={"inplace": False, "solve_triangular": _solve_triangular},
+        capabilities={"inplace": False, "solve_triangular": _solve_triangular,
+                      "scatter_add": _scatter_add},
         set_index=lambda array, key, value: array.at[key].set(value))  # immutable: a new array

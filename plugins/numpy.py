@@ -36,6 +36,17 @@ def _solve_triangular():
     return lambda a, b, *, upper: solve_triangular(a, b, lower=not upper, check_finite=False)
 
 
+def _scatter_add():
+    """``numpy.add.at`` into zeros: unbuffered, so repeated positions add up."""
+    import numpy
+
+    def scatter_add(size, positions, values):
+        total = numpy.zeros(size, dtype=values.dtype)
+        numpy.add.at(total, positions, values)
+        return total
+    return scatter_add
+
+
 def _random_state():
     import numpy
 
@@ -54,5 +65,5 @@ def arraygrad_backend():
         name="numpy", library="numpy", arrays=("numpy:ndarray", "numpy:generic"),
         namespace=_namespace, special="scipy.special",  # SciPy is optional
         coerce=_scalar_as_array, capabilities={"reuse_unshared": True, "matmul_sums": True,
-                      "solve_triangular": _solve_triangular},
+                      "solve_triangular": _solve_triangular, "scatter_add": _scatter_add},
         random_state=_random_state, set_random_state=_set_random_state)

@@ -37,6 +37,13 @@ def _solve_triangular():
     return lambda a, b, *, upper: torch.linalg.solve_triangular(a, b, upper=upper)
 
 
+def _scatter_add():
+    import torch
+
+    return lambda size, positions, values: torch.zeros(
+        size, dtype=values.dtype, device=values.device).index_add_(0, positions, values)
+
+
 def _random_state():
     """torch's default generator on the CPU, and on every CUDA device once CUDA is in use."""
     import torch
@@ -62,6 +69,6 @@ def arraygrad_backend():
         get_index=_torch_fixes.get_index, set_index=_torch_fixes.set_index,
         random_state=_random_state, set_random_state=_set_random_state,
         tracked=lambda tensor: tensor.requires_grad,
-        capabilities={"solve_triangular": _solve_triangular},
+        capabilities={"solve_triangular": _solve_triangular, "scatter_add": _scatter_add},
         # half precision computes with float32 accumulation at best: looser agreement.
         tolerances={"float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)})

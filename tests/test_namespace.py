@@ -303,6 +303,24 @@ def test_arrays_of_the_backend_are_constants_without_the_checks(rng, checked):
     assert checked == ["multiply", "add"]
 
 
+def test_arrays_of_the_backend_beside_options_skip_the_checks_too(rng, checked):
+    """``take(x, indices, axis=0)``, a gather in every step of a simulation: a NumPy index
+    array beside an option is taken as it is; a list of indices still goes through the
+    checks, which convert it."""
+    xp = ag.namespace("numpy")
+    a, index = rng.standard_normal((4, 2)), np.array([3, 0, 3, 1])
+    x = ag.Variable(a, requires_grad=True)
+    y = xp.take(x, index, axis=0)
+    assert checked == [] and y.grad_fn is not None
+    np.testing.assert_array_equal(y.data, a[index])
+    xp.sum(y * y).backward()
+    expected = np.zeros_like(a)
+    np.add.at(expected, index, 2 * a[index])
+    np.testing.assert_allclose(x.grad.data, expected)
+    np.testing.assert_array_equal(xp.take(x, [3, 0], axis=0).data, a[[3, 0]])
+    assert checked == ["take"]
+
+
 def test_transforms_forget_the_leaves_they_made():
     """The leaves ``grad`` makes for raw arguments are noted (to tell its own graph from an
     outer one) only while they live."""

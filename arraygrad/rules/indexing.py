@@ -6,7 +6,7 @@ gather applied to an array of flat positions says where each output element came
 scatter-add of ``g`` over those positions is the gradient, for any key.
 """
 
-from ._core import LINEAR, defvjp, device_of, get_index, host_reads, set_index
+from ._core import LINEAR, defvjp, device_of, get_index, host_reads, kernel, set_index
 
 
 def _has_arrays(key) -> bool:
@@ -15,8 +15,12 @@ def _has_arrays(key) -> bool:
 
 
 def scatter_add(xp, size, positions, values):
-    """Sum ``values`` into ``size`` slots by flat ``positions``, with the standard alone
-    (sort, running totals, and each slot's range found by binary search)."""
+    """Sum ``values`` into ``size`` slots by flat ``positions``: the backend's kernel
+    (capability ``scatter_add``) where it has one, else with the standard alone (sort, running
+    totals, and each slot's range found by binary search)."""
+    fast = kernel(values, "scatter_add")
+    if fast is not None:
+        return fast(size, positions, values)
     order = xp.argsort(positions, stable=True)
     sorted_positions = xp.take(positions, order)
     totals = xp.cumulative_sum(xp.take(values, order), include_initial=True)
