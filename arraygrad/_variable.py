@@ -92,7 +92,7 @@ class Variable(ArrayMethods):
 
     __slots__ = ("_values", "grad_fn", "_backend", "_output_nr", "_requires_grad", "_grad",
                  "_hooks", "_retains_grad", "_accumulator", "__weakref__",
-                 "_view", "_views")  # unset unless a view: see __getitem__
+                 "_view", "_views")  # a view's link to its base, a base's views (_views.py)
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
@@ -133,11 +133,8 @@ class Variable(ArrayMethods):
         self.grad_fn = None
         self._backend = backend
         self._output_nr = 0
-        self._requires_grad = False
-        self._grad = None
-        self._hooks = None
-        self._retains_grad = False
-        self._accumulator = None
+        self._requires_grad = self._retains_grad = False
+        self._grad = self._hooks = self._accumulator = self._view = self._views = None
         if requires_grad:  # (the setter's checks that a new leaf needs, without its call)
             if not backend.is_inexact(data.dtype):
                 raise _checks.cannot_require_grad(data.dtype)
@@ -152,10 +149,8 @@ class Variable(ArrayMethods):
         self._backend = backend
         self._output_nr = output_nr
         self._requires_grad = requires_grad
-        self._grad = None
-        self._hooks = None
         self._retains_grad = False
-        self._accumulator = None
+        self._grad = self._hooks = self._accumulator = self._view = self._views = None
         return self
 
     # ``data`` is a property over the slot ``_values`` so that assigning it is checked: what the
