@@ -348,6 +348,9 @@ MUTANTS = [
       "numpy plugin forgets coerce: NumPy scalars from 0-d arithmetic stay scalars"),
     M("plugin-numpy-generic", "plugins/numpy.py", 'arrays=("numpy:ndarray", "numpy:generic")',
       'arrays=("numpy:ndarray",)', "numpy plugin does not own NumPy scalars"),
+    M("plugin-numpy-scatter-add", "plugins/numpy.py", "numpy.add.at(total, positions, values)",
+      "total[positions] = values", "numpy's scatter_add kernel assigns: a repeated index's "
+      "gradients overwrite each other"),
     M("plugin-strict-to-numpy", "plugins/array_api_strict.py",
       "return numpy.asarray(array if array.device == home else array.to_device(home))",
       "return numpy.asarray(array)",
