@@ -384,10 +384,10 @@ class Variable(ArrayMethods):
 
     @property
     def T(self):
-        if self.ndim != 2:
+        if self._values.ndim != 2:
             raise ValueError(f".T needs a 2-D Variable, this one has shape {tuple(self.shape)}; "
                              "use .mT or xp.permute_dims")
-        return self._backend.ns.permute_dims(self, (1, 0))
+        return self._backend.ns.matrix_transpose(self)  # (of a matrix: permute_dims(x, (1, 0)))
 
     @property
     def mT(self):

@@ -131,7 +131,8 @@ def is_view(raw_result, raw_input) -> bool:
     Variables hold."""
     for attribute in ("base", "_base"):
         if hasattr(raw_result, attribute):
-            return _owner(raw_result, attribute) is _owner(raw_input, attribute)
+            return (getattr(raw_result, attribute) is raw_input  # (a view of an owning array)
+                    or _owner(raw_result, attribute) is _owner(raw_input, attribute))
     return True
 
 
