@@ -29,8 +29,8 @@ def _topological(outputs):
             continue
         seen.add(node)
         stack.append((node, True))
-        stack.extend((edge[0], False) for edge in node.edges
-                     if edge is not None and edge[0].__class__ is Node and edge[0] not in seen)
+        stack.extend((child, False) for child in node.inputs  # (None and leaves: no Node)
+                     if child.__class__ is Node and child not in seen)
     return order
 
 
@@ -42,11 +42,10 @@ def push_tangents(outputs, tangents_of_leaves):
     for node in _topological(outputs):
         inputs = []
         live = False
-        for edge in node.edges:
-            if edge is None:
+        for source, output_nr in zip(node.inputs, node.input_nrs):
+            if source is None:
                 inputs.append(None)
                 continue
-            source, output_nr = edge
             if source.__class__ is AccumulateGrad:
                 t = leaf_tangent(source.variable)
             else:
