@@ -42,10 +42,15 @@ def take(holder: list, i: int, min_bytes=None):
 
 
 def _worth_taking(array, min_bytes) -> bool:
-    """A large, writeable array that owns its memory, of a backend whose plugin declares
-    ``reuse_unshared`` (NumPy's ``base``, in-place operators that keep the array)."""
+    """A large, writeable array of a backend whose plugin declares ``reuse_unshared`` (NumPy's
+    ``base``, in-place operators that keep the array) that owns its memory, or is a view of
+    all of an array that only it refers to (a gradient reshaped at the end of its VJP)."""
     nbytes = getattr(array, "nbytes", None)
     if nbytes.__class__ is not int or nbytes < min_bytes:
         return False
-    return (capable(array, "reuse_unshared") and getattr(array, "base", 0) is None
-            and getattr(array.flags, "writeable", True))
+    if not (capable(array, "reuse_unshared") and getattr(array.flags, "writeable", True)):
+        return False
+    base = getattr(array, "base", 0)
+    # References to a base only the view holds: the view's, the name ``base`` and the argument.
+    return base is None or (base.__class__ is array.__class__ and base.nbytes == nbytes
+                            and sys.getrefcount(base) == 3)

@@ -247,3 +247,27 @@ def test_transposes_takes_and_zeros_agree():
     for shape, dtype in [((2, 3), None), ((), raw.float32), (4, raw.int64), ((0, 2), None)]:
         same(raw.zeros(shape, dtype=dtype), compat.zeros(shape, dtype=dtype))
     same(raw.zeros((2,), device="cpu"), compat.zeros((2,), device="cpu"))
+
+
+@pytest.mark.parametrize("subscripts, shapes, contracted", [
+    ("bij,jk->bik", [(16, 64, 64), (64, 64)], True),  # 2**22 multiply-adds looped
+    ("ij,jk", [(128, 64), (64, 32)], True),  # implicit output
+    ("...ij,...jk->...ik", [(8, 40, 40), (40, 40)], True),  # ellipsis: sizes' product
+    ("ij,jk->ik", [(4, 4), (4, 4)], False),  # 64: the path search would cost more
+    ("ij,ij->", [(100, 100), (100, 100)], False),  # 10**4: each index counted once
+])
+def test_einsum_contracts_through_blas_where_numpys_loop_would_be_long(
+        monkeypatch, subscripts, shapes, contracted):
+    operands = [rng.standard_normal(shape) for shape in shapes]
+    asked = []
+    plain = np.einsum
+
+    def einsum(*args, **options):
+        asked.append(options.get("optimize", False))
+        return plain(*args, **options)
+    monkeypatch.setattr(compat, "einsum", einsum)
+    got = raw.einsum(subscripts, *operands)
+    assert asked == [contracted]
+    np.testing.assert_allclose(got, plain(subscripts, *operands), rtol=1e-12, atol=1e-12)
+    raw.einsum(subscripts, *operands, optimize=False)  # the caller's choice stands
+    assert asked[-1] is False

@@ -27,11 +27,12 @@ def _nan_from(name):
 
 # ------------------------------------------------------------------- where failures come from
 def test_a_rule_calling_a_broken_function_is_named_not_the_op():
-    """``prod``'s rule calls the backend's ``cumulative_prod``: a NaN from it is blamed on it."""
-    name = _broken_backend("nan_cumprod", {"cumulative_prod": _nan_from("cumulative_prod")})
-    result = _one(name, "prod[axis=-1,keepdims=False]")
+    """``std``'s rule calls the backend's ``mean`` (to centre ``x``), which ``std`` itself does
+    not: a NaN from it is blamed on it."""
+    name = _broken_backend("nan_mean", {"mean": _nan_from("mean")})
+    result = _one(name, "std[axis=-1,keepdims=False]")
     assert result.status == "fail"
-    assert result.cause == ("the `prod` rule (backward) called `cumulative_prod`, which "
+    assert result.cause == ("the `std` rule (backward) called `mean`, which "
                             "returned NaN from finite inputs")
     assert f"cause: {result.cause}" in report.text([result], {})
 
@@ -105,15 +106,15 @@ def test_traceback_and_snippet_are_printed_on_request_and_kept_in_the_json(tmp_p
 
 
 def test_the_python_snippet_runs_and_explains_the_failure(capsys):
-    name = _broken_backend("nan_cumprod", {"cumulative_prod": _nan_from("cumulative_prod")})
-    result = _one(name, "prod[axis=-1,keepdims=False]")
+    name = _broken_backend("nan_mean", {"mean": _nan_from("mean")})
+    result = _one(name, "std[axis=-1,keepdims=False]")
     # the snippet registers nothing here: the backend has no importable plugin, and is
     # registered in this process already
     snippet = result.snippet().replace("import MODULE\nag.register_backend(MODULE.OBJECT)\n", "")
     exec(snippet, {})
     printed = capsys.readouterr().out
-    assert printed.startswith(f"{name} prod[axis=-1,keepdims=False] float64: fail")
-    assert "cause: the `prod` rule (backward) called `cumulative_prod`" in printed
+    assert printed.startswith(f"{name} std[axis=-1,keepdims=False] float64: fail")
+    assert "cause: the `std` rule (backward) called `mean`" in printed
 
 
 # --------------------------------------------------------------------------- the preflight

@@ -275,3 +275,66 @@ def test_eigvalsh_jvp_takes_one_product(products):
     assert len(products) == 1  # (diag(V^H t V) as two products: n^3 more)
     _, V = np.linalg.eigh(np.asarray(x))
     np.testing.assert_allclose(tangent, np.diagonal(V.T @ t @ V), rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------ det: LU, not an SVD
+def _det_backward(a, counts, raw, monkeypatch, create_graph=False):
+    monkeypatch.setattr(raw, "linalg", Calls(raw.linalg, {"svd", "inv"}, counts))
+    xp = ag.namespace("numpy")
+    x = ag.Variable(a, requires_grad=True)
+    (grad,) = ag.autograd.grad(xp.sum(xp.linalg.det(x) * 1.5), [x], create_graph=create_graph)
+    return np.asarray(grad.data)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (3, 4, 4)])
+def test_det_vjp_of_invertible_matrices_inverts_once_and_takes_no_svd(raw, monkeypatch, shape):
+    a = np.random.default_rng(10).standard_normal(shape)
+    counts = {}
+    grad = _det_backward(a, counts, raw, monkeypatch)
+    assert counts == {"inv": 1}  # (the SVD's adjugate costs several factorisations)
+    expected = 1.5 * np.linalg.det(a)[..., None, None] * np.linalg.inv(a).swapaxes(-1, -2)
+    np.testing.assert_allclose(grad, expected, rtol=1e-10, atol=1e-12)
+
+
+def _adjugate(a):
+    """The adjugate by cofactors, as the definition writes it."""
+    n = a.shape[0]
+    cof = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, axis=0), j, axis=1)
+            cof[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return cof.T
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]]),  # det exactly 0
+                               np.zeros((3, 3)), np.array([[1.0, 1], [1, 1]])])
+def test_det_vjp_of_exactly_singular_matrices_takes_the_svd(raw, monkeypatch, a):
+    assert np.linalg.det(a) == 0
+    counts = {}
+    grad = _det_backward(a, counts, raw, monkeypatch)
+    assert counts == {"svd": 1}
+    np.testing.assert_allclose(grad, 1.5 * _adjugate(a).T, atol=1e-12)
+
+
+def test_det_vjp_near_a_singular_matrix_is_the_adjugate(raw, monkeypatch):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 3)) @ rng.standard_normal((3, 4))  # rank 3: det ~1e-16, not 0
+    grad = _det_backward(a, {}, raw, monkeypatch)
+    np.testing.assert_allclose(grad, 1.5 * _adjugate(a).T, atol=1e-12)
+
+
+def test_det_second_order_on_either_path(raw, monkeypatch):
+    a = np.random.default_rng(12).standard_normal((3, 3))
+    for matrix in (a, np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])):
+        xp = ag.namespace("numpy")
+        x = ag.Variable(matrix, requires_grad=True)
+        (g,) = ag.autograd.grad(xp.linalg.det(x), [x], create_graph=True)
+        (h,) = ag.autograd.grad(xp.sum(g * g), [x])
+        eps, numeric = 1e-6, np.empty_like(matrix)
+        adj_sq = lambda m: np.sum(_adjugate(m) ** 2)  # noqa: E731
+        for index in np.ndindex(matrix.shape):
+            step = np.zeros_like(matrix)
+            step[index] = eps
+            numeric[index] = (adj_sq(matrix + step) - adj_sq(matrix - step)) / (2 * eps)
+        np.testing.assert_allclose(h.data, numeric, rtol=1e-6, atol=1e-6)

@@ -496,8 +496,18 @@ def test_take_returns_only_an_array_that_nothing_else_holds():
     held = np.ones(LARGE)
     holder = [held]  # a name holds it too
     assert _buffers.take(holder, 0) is None and holder[0] is held
-    holder = [np.ones(2 * LARGE)[::2]]  # a view: its base is memory someone may see
+    holder = [np.ones(2 * LARGE)[::2]]  # a view of part of its base: the rest is not its own
     assert _buffers.take(holder, 0) is None
+    base = np.ones((2, LARGE))
+    holder = [base.reshape(-1)]  # a view of all of a base that a name holds too
+    assert _buffers.take(holder, 0) is None
+    del base  # the view alone holds its base now (a gradient reshaped at the end of its VJP)
+    view = _buffers.take(holder, 0)
+    assert view is not None and view.shape == (2 * LARGE,) and holder == [None]
+    holder = [np.ones((2, LARGE)).reshape(-1)]
+    other_view = holder[0].base[:1]  # another view of the same base
+    assert _buffers.take(holder, 0) is None
+    del other_view
     small = [np.ones(8)]  # below MIN_BYTES: not worth it
     assert _buffers.take(small, 0) is None
     read_only = np.ones(LARGE)

@@ -312,11 +312,17 @@ def H(xp, a):
     return conj(xp, xp.matrix_transpose(a) if swapped is None else swapped)
 
 
+def recorded(a) -> bool:
+    """Whether ``a`` is a Variable: the rule runs under ``create_graph``, and what it computes
+    is itself recorded, to be differentiated (told by ``_edge``: torch tensors have a
+    ``grad_fn`` too)."""
+    return hasattr(a, "_edge")
+
+
 def set_index(xp, array, key, value):
     """``array`` with ``array[key] = value``, for an array the rule just made: in place where the
     backend allows it, as a new array where arrays are immutable (JAX)."""
-    if hasattr(array, "_edge"):  # a Variable, under create_graph: recorded copy-on-write
-        # (checked by _edge: torch tensors have a grad_fn too)
+    if recorded(array):  # copy-on-write, recorded
         array[key] = value
         return array
     backend = backends.of_array(array)
@@ -329,10 +335,17 @@ def set_index(xp, array, key, value):
 def get_index(array, key):
     """``array[key]`` for a rule: through the backend, whose library may need help with keys
     the standard allows (torch's negative-step slices); a Variable indexes itself."""
-    if hasattr(array, "_edge"):  # a Variable (torch tensors have a grad_fn too)
+    if recorded(array):
         return array[key]
     backend = backends.of_array(array)
     return array[key] if backend is None else backend.get_index(array, key)
+
+
+def slice_along(a, axis: int, start, stop):
+    """``a[start:stop]`` along ``axis``, every other axis whole."""
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(start, stop)
+    return a[tuple(index)]
 
 
 def device_of(a):
@@ -374,7 +387,7 @@ def kernel(x, name: str):
         return _kernels[key]
     except KeyError:
         pass
-    backend = None if hasattr(x, "_edge") else backends.of_array(x)  # (_edge: a Variable)
+    backend = None if recorded(x) else backends.of_array(x)
     answer = _kernels[key] = None if backend is None else backend.kernel(name)
     return answer
 

@@ -5,7 +5,7 @@ transforms follow PyTorch: the adjoint of ``rfft`` pads the half spectrum and ke
 part; the adjoint of ``irfft`` is ``rfft`` with the interior bins doubled (each stands for two).
 """
 
-from ._core import LINEAR, conj, defvjp, device_of
+from ._core import LINEAR, conj, defvjp, device_of, slice_along
 
 DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -17,9 +17,7 @@ def _resize(xp, a, axis, length):
     if have == length:
         return a
     if have > length:
-        index = [slice(None)] * a.ndim
-        index[axis] = slice(0, length)
-        return a[tuple(index)]
+        return slice_along(a, axis, 0, length)
     shape = list(a.shape)
     shape[axis] = length - have
     return xp.concat([a, xp.zeros(tuple(shape), dtype=a.dtype, device=device_of(a))], axis=axis)

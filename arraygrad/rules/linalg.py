@@ -7,9 +7,9 @@ gives infinite or NaN values). Eigenvectors and singular vectors are defined up 
 them have gradients.
 """
 
-from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defjoint, defvjp, device_of,
-                    is_complex, nondifferentiable)
-from .linalg_eig import _diag_embed, _eye, _gaps, inv, solve, solve_triangular
+from ._core import (LINEAR, RULES, TRANSPOSE, H, conj, defjoint, defvjp, device_of, host_reads,
+                    is_complex, nondifferentiable, recorded, set_index)
+from .linalg_eig import _diag_embed, _eye, _gaps, inv, invertible, solve, solve_triangular
 from .linear_algebra import vjp_matmul_x1, vjp_matmul_x2
 from .statistical import _prod_weights
 
@@ -23,20 +23,27 @@ def vjp_inv(xp, g, ans):
     return -(H(xp, ans) @ g @ H(xp, ans))
 
 
-def _adjugate_h(xp, x):
-    """``H(adj(x))``, ``conj(det(x)) x^-H`` where ``x`` is invertible: from the SVD
-    ``x = U diag(S) Vh`` it is ``conj(det(U) det(Vh)) U diag(prod_{j != i} S_j) Vh``, finite
-    and right for singular ``x`` too (PyTorch's singular case)."""
+def _adjugate_h(xp, x, det):
+    """``H(adj(x))``, ``conj(det(x)) x^-H``, as PyTorch computes it: by the inverse (one LU
+    factorisation) where no determinant of the batch is exactly 0 (LAPACK's test of
+    singularity); the product stays accurate near singular matrices, where the inverse's error
+    cancels. Else, and under ``create_graph`` (whose derivative of that product would not
+    cancel), from the SVD ``x = U diag(S) Vh``: ``conj(det(U) det(Vh)) U diag(prod_{j != i}
+    S_j) Vh``, finite and right at singular ``x``, at the cost of several factorisations."""
     if x.shape[-1] == 0:
         return xp.zeros_like(x)
+    if not recorded(x) and host_reads(x) and bool(xp.all(det != 0)):
+        inverse = invertible(xp, x)
+        if inverse is not None:
+            return _scalar(conj(xp, det)) * H(xp, inverse)
     U, S, Vh = xp.linalg.svd(x, full_matrices=False)
     others = xp.astype(_prod_weights(xp, S, -1), U.dtype)  # exact with zero singular values
     phase = conj(xp, xp.linalg.det(U) * xp.linalg.det(Vh))
     return _scalar(phase) * ((U * others[..., None, :]) @ Vh)
 
 
-def vjp_det(xp, g, x):
-    return _scalar(g) * _adjugate_h(xp, x)
+def vjp_det(xp, g, x, ans):
+    return _scalar(g) * _adjugate_h(xp, x, ans)
 
 
 def vjp_slogdet(xp, g, x, ans):
@@ -62,7 +69,8 @@ def vjp_solve(xp, g, x1, x2, ans, *, needed=(True, True)):
 defvjp("linalg.inv", vjp_inv,
        jvps=(lambda xp, t, ans: -(ans @ t @ ans),))
 defvjp("linalg.det", vjp_det,
-       jvps=(lambda xp, t, x: xp.sum(conj(xp, _adjugate_h(xp, x)) * t, axis=(-2, -1)),))
+       jvps=(lambda xp, t, x, ans: xp.sum(conj(xp, _adjugate_h(xp, x, ans)) * t,
+                                          axis=(-2, -1)),))
 defvjp("linalg.slogdet", vjp_slogdet, outputs=None, jvps=TRANSPOSE, symbolic_zeros=True)
 defjoint("linalg.solve", vjp_solve, arrays="x1 x2", jvps=TRANSPOSE)
 
@@ -278,25 +286,27 @@ def vjp_matrix_norm(xp, g, x, ans, *, keepdims=False, ord="fro"):
     return g * pick * sign
 
 
+def _on_diagonal(xp, values, x_shape, offset):
+    """Zeros of ``x_shape`` with ``values`` (its last axis the offset diagonal's length, or 1)
+    on the offset diagonal: one strided write into the flattened matrices, O(min(rows, cols))
+    after the zeros, as PyTorch places it (a mask over every entry costs a pass more)."""
+    rows, cols = x_shape[-2], x_shape[-1]
+    n = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    grad = xp.zeros(tuple(x_shape[:-2]) + (rows * cols,), dtype=values.dtype,
+                    device=device_of(values))
+    if n:
+        first = offset if offset >= 0 else -offset * cols  # entry (i, i + offset), flattened
+        grad = set_index(xp, grad, (..., slice(first, first + (n - 1) * (cols + 1) + 1,
+                                                cols + 1)), values)
+    return xp.reshape(grad, tuple(x_shape))
+
+
 def vjp_trace(xp, g, x_shape, *, offset=0, dtype=None):
-    # g on the offset diagonal, chosen by a boolean identity (no product with a float one)
-    rows, cols, device = x_shape[-2], x_shape[-1], device_of(g)
-    return xp.where(xp.eye(rows, cols, k=offset, dtype=xp.bool, device=device),
-                    g[..., None, None], xp.zeros((), dtype=g.dtype, device=device))
+    return _on_diagonal(xp, g[..., None], x_shape, offset)
 
 
 def vjp_diagonal(xp, g, x_shape, *, offset=0):
-    # gA[i + r, i + c] = g[i]: g spread over the columns it reaches (O(cols)), then chosen on
-    # the offset diagonal, O(rows * cols) in one pass, no product with identities.
-    rows, cols = x_shape[-2], x_shape[-1]
-    c = min(max(offset, 0), cols)  # g[i] goes to column i + c
-    batch, device = tuple(g.shape[:-1]), device_of(g)
-    columns = xp.concat([xp.zeros(batch + (c,), dtype=g.dtype, device=device), g,
-                         xp.zeros(batch + (cols - c - g.shape[-1],), dtype=g.dtype,
-                                  device=device)], axis=-1)
-    on_diagonal = xp.eye(rows, cols, k=offset, dtype=xp.bool, device=device)
-    return xp.where(on_diagonal, columns[..., None, :], xp.zeros((), dtype=g.dtype,
-                                                                 device=device))
+    return _on_diagonal(xp, g, x_shape, offset)
 
 
 def vjp_cross(xp, g, other, first, axis):

@@ -32,11 +32,25 @@ def inv(xp, a, op):
     return _nonsingular(xp.linalg.inv, op, a)
 
 
+def invertible(xp, a):
+    """``xp.linalg.inv(a)``, or None where the library finds ``a`` singular."""
+    try:
+        return xp.linalg.inv(a)
+    except Exception as error:  # noqa: BLE001 (NumPy's LinAlgError, torch's _LinAlgError...)
+        if not _is_singular_error(error):
+            raise
+        return None
+
+
+def _is_singular_error(error) -> bool:
+    return "LinAlgError" in type(error).__name__ or "singular" in str(error).lower()
+
+
 def _nonsingular(function, op, a, *rest):
     try:
         return function(a, *rest)
     except Exception as error:  # NumPy's LinAlgError, torch's _LinAlgError...
-        if "LinAlgError" not in type(error).__name__ and "singular" not in str(error).lower():
+        if not _is_singular_error(error):
             raise
         raise BackwardError(
             f"{op}: its gradient needs to solve with a singular {tuple(a.shape)} {a.dtype} "

@@ -1,6 +1,6 @@
 """Rules of the standard's manipulation functions: each VJP undoes the rearrangement."""
 
-from ._core import LINEAR, defjoint, defvjp
+from ._core import LINEAR, defjoint, defvjp, slice_along
 
 
 def _negate(shift):
@@ -22,9 +22,7 @@ def vjp_concat(xp, g, arrays_shape, *, axis=0):
     axis = axis % g.ndim
     grads, start = [], 0
     for shape in shapes:
-        index = [slice(None)] * g.ndim
-        index[axis] = slice(start, start + shape[axis])
-        grads.append(g[tuple(index)])
+        grads.append(slice_along(g, axis, start, start + shape[axis]))
         start += shape[axis]
     return [xp.reshape(grad, shape) for grad, shape in zip(grads, arrays_shape)]
 

@@ -11,7 +11,7 @@ selections ``max``/``min``, whose complex tangents keep their imaginary part), o
 import math
 
 from ._core import (LINEAR, capable, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
-                    normalize_axis, sum_axes)
+                    normalize_axis, slice_along, sum_axes)
 
 
 def _count(shape, axis):
@@ -153,19 +153,26 @@ defvjp("var", vjp_var,
 defvjp("std", vjp_std,
        jvps=(lambda xp, t, x, ans, *, axis=None, correction=0.0, keepdims=False: _contract(
            xp, _std_weights(xp, x, ans, axis, correction, keepdims), t, axis, keepdims),))
+def _prod_others(xp, x, ans, axis, keepdims):
+    """The product of all other entries of each reduced slice: ``ans / x`` (one division,
+    PyTorch's) where every product is finite and nonzero, so that no entry is 0, inf or NaN
+    and none underflowed; else :func:`_prod_weights` (two running products, exact with zeros)."""
+    if ans.dtype == x.dtype and host_reads(x) and bool(xp.all(xp.isfinite(ans) & (ans != 0))):
+        return expand_reduced(xp, ans, axis, x.ndim, keepdims) / x
+    return _prod_weights(xp, x, axis)
+
+
 defvjp("prod",
-       lambda xp, g, x, *, axis=None, dtype=None, keepdims=False: expand_reduced(
-           xp, g, axis, x.ndim, keepdims) * conj(xp, _prod_weights(xp, x, axis)),
-       jvps=(lambda xp, t, x, *, axis=None, dtype=None, keepdims=False: xp.sum(
-           _prod_weights(xp, x, axis) * t, axis=axis, keepdims=keepdims),))
+       lambda xp, g, x, ans, *, axis=None, dtype=None, keepdims=False: expand_reduced(
+           xp, g, axis, x.ndim, keepdims) * conj(xp, _prod_others(xp, x, ans, axis, keepdims)),
+       jvps=(lambda xp, t, x, ans, *, axis=None, dtype=None, keepdims=False: xp.sum(
+           _prod_others(xp, x, ans, axis, keepdims) * t, axis=axis, keepdims=keepdims),))
 
 
 def vjp_cumulative_sum(xp, g, x_shape, *, axis=None, dtype=None, include_initial=False):
     axis = 0 if axis is None else axis
     if include_initial:  # the initial zero does not depend on x
-        index = [slice(None)] * g.ndim
-        index[axis] = slice(1, None)
-        g = g[tuple(index)]
+        g = slice_along(g, axis, 1, None)
     return xp.flip(xp.cumulative_sum(xp.flip(g, axis=axis), axis=axis), axis=axis)
 
 

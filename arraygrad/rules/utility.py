@@ -1,6 +1,6 @@
 """Rules of the utility functions: ``diff`` is linear; ``all`` and ``any`` are boolean."""
 
-from ._core import LINEAR, defjoint, device_of, nondifferentiable
+from ._core import LINEAR, defjoint, device_of, nondifferentiable, slice_along
 
 
 def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepend=None,
@@ -16,9 +16,7 @@ def vjp_diff(xp, g, x_shape, prepend_shape, append_shape, *, axis=-1, n=1, prepe
              for shape, value in ((prepend_shape, prepend), (x_shape, True), (append_shape, append))]
     grads, start = [], 0
     for size in sizes:
-        index = [slice(None)] * g.ndim
-        index[axis] = slice(start, start + size)
-        grads.append(g[tuple(index)])
+        grads.append(slice_along(g, axis, start, start + size))
         start += size
     prepend_grad, x_grad, append_grad = grads
     return [x_grad, prepend_grad, append_grad]

@@ -49,9 +49,9 @@ def _count(xp, counted, axis):
 def _prod_weights(xp, x, counted, *, axis=None, **_):
     # The product of the other entries that count: the built-in rule's at x with its masked
     # entries 1, exact with zeros (its VJP of a 1 gives conj of the weights).
-    ones = xp.ones((1,) * x.ndim, dtype=x.dtype)
-    others = RULES["prod"].vjps[0](xp, ones, _filled(xp, x, counted, 1), axis=axis,
-                                   keepdims=True)
+    ones, filled = xp.ones((1,) * x.ndim, dtype=x.dtype), _filled(xp, x, counted, 1)
+    others = RULES["prod"].vjps[0](xp, ones, filled, xp.prod(filled, axis=axis, keepdims=True),
+                                   axis=axis, keepdims=True)
     return counted * conj(xp, others)
 
 
