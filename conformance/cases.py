@@ -505,6 +505,11 @@ VARIANTS = [  # (op, variant, call, args...)
         x, axis=-1, include_initial=True), (3, 4)),
     ("cumulative_prod", "zeros", lambda xp, x: xp.cumulative_prod(x * xp.asarray(
         [[1.0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 1, 0]], dtype=x.dtype), axis=1), (3, 4)),
+    # Zeros among the inputs themselves (above, a mask multiplies them away): the gradient at
+    # a zero, and at a second zero of the slice, is the product of the other entries.
+    ("cumulative_prod", "zero_inputs", lambda xp, x: xp.cumulative_prod(x, axis=1),
+     Arg((3, 5), "zeros")),
+    ("prod", "zero_inputs", lambda xp, x: xp.prod(x, axis=1), Arg((3, 5), "zeros")),
     ("cumulative_prod", "1d,include_initial", lambda xp, x: xp.cumulative_prod(
         x, include_initial=True), Arg((5,), "nonzero")),
     ("cumulative_prod", "axis=0,3d", lambda xp, x: xp.cumulative_prod(x, axis=0),

@@ -169,3 +169,55 @@ def test_unique_values_gradient_takes_memory_linear_in_the_elements():
     assert peak < 30 * x.nbytes  # (a dense comparison: 5 * 10**4 times x.nbytes)
     np.testing.assert_allclose(v.grad.data, _unique_grad_expected(x, 2 * np.unique(x)),
                                rtol=1e-14)
+
+
+# ------------------------------------------------- cumulative_prod with zeros: O(n) per slice
+def _cumprod_jacobian(x):
+    """``[k, j] = d ans_k / d x_j`` along the last axis of a 1-D ``x``, by its definition."""
+    n = x.shape[0]
+    jac = np.zeros((n, n))
+    for k in range(n):
+        for j in range(k + 1):
+            jac[k, j] = np.prod(np.delete(x[: k + 1], j))
+    return jac
+
+
+@pytest.mark.parametrize("x", [[2.0, 0.0, 3.0, 4.0], [0.0, 2.0, 0.0, 5.0], [1.5, 2.0, 3.0, 0.0],
+                               [0.0, 0.0, 0.0, 1.0], [3.0, 0.5, 2.0, 4.0]])
+@pytest.mark.parametrize("host_reads", [True, False])
+def test_cumulative_prod_gradients_with_zeros_are_the_jacobians(monkeypatch, x, host_reads):
+    from arraygrad.rules import statistical
+
+    monkeypatch.setattr(statistical, "host_reads", lambda a: host_reads)  # (dask's path)
+    x = np.array(x)
+    jac = _cumprod_jacobian(x)
+    weights = np.arange(1.0, 1 + x.size)
+    grad = _grad(lambda xp, v: xp.cumulative_prod(v), x)
+    np.testing.assert_allclose(grad, weights @ jac, rtol=1e-14)
+    tangent = np.array([0.5, -1.0, 2.0, 0.25])
+    _, jvp = ag.jvp(lambda v: ag.namespace("numpy").cumulative_prod(v), (ag.Variable(x),),
+                    (ag.Variable(tangent),))
+    np.testing.assert_allclose(np.asarray(jvp.data), jac @ tangent, rtol=1e-14)
+
+
+def test_cumulative_prod_gradient_with_zeros_takes_memory_linear_in_the_length():
+    """A slice of 10**5 with a zero: the partial products of every pair would take 80 GB."""
+    import tracemalloc
+
+    x = 1 + 1e-6 * np.random.default_rng(4).standard_normal((2, 100_000))
+    x[0, 50_000] = 0.0
+    xp = ag.namespace("numpy")
+    v = ag.Variable(x, requires_grad=True)
+    tracemalloc.start()
+    try:
+        xp.sum(xp.cumulative_prod(v, axis=1)).backward()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 30 * x.nbytes
+    ans = np.cumprod(x, axis=1)
+    expected_row1 = np.cumsum((ans[1])[::-1])[::-1] / x[1]  # no zero: sum_k ans_k / x_j
+    np.testing.assert_allclose(v.grad.data[1], expected_row1, rtol=1e-10)
+    assert np.all(v.grad.data[0, 50_001:] == 0)  # after the zero every product has it
+    without = np.cumprod(np.where(np.arange(100_000) == 50_000, 1.0, x[0]))
+    np.testing.assert_allclose(v.grad.data[0, 50_000], np.sum(without[50_000:]), rtol=1e-10)

@@ -11,7 +11,7 @@ selections ``max``/``min``, whose complex tangents keep their imaginary part), o
 import math
 
 from ._core import (LINEAR, capable, conj, defvjp, device_of, expand_reduced, host_reads, is_complex,
-                    normalize_axis, slice_along, sum_axes)
+                    normalize_axis, recorded, slice_along, sum_axes)
 
 
 def _count(shape, axis):
@@ -182,9 +182,27 @@ def _cumulative_layout(xp, axis, x, *others):
     return axis, [xp.moveaxis(a, axis, -1) for a in (x, *others)]
 
 
+def _reverse_cumsum(xp, a):
+    """``[..., j] = sum_{k >= j} a[..., k]``."""
+    return xp.flip(xp.cumulative_sum(xp.flip(a, axis=-1), axis=-1), axis=-1)
+
+
+def _first_zero(xp, x):
+    """Along the last axis: where no zero has come yet (``before``: ``ans_k = 0`` from the
+    first zero on), where the first zero is (``first``), and the running products with that
+    zero taken as 1 (``without``): ``d ans_k / d x_z`` for ``k >= z``. Every other derivative
+    has a zero factor, so the gradient takes O(n) per slice, exact with zeros (PyTorch's)."""
+    zero = x == 0
+    seen = xp.cumulative_sum(xp.astype(zero, xp.int64), axis=-1)
+    first = zero & (seen == 1)
+    return seen == 0, first, xp.cumulative_prod(xp.where(first, xp.ones_like(x), x), axis=-1)
+
+
 def _partial_products(xp, x):
     """``[..., j, k] = prod_{j < i <= k} x_i`` for ``k >= j``, else 0: d ans_k / d x_j divided
-    by the exclusive product before ``j``. O(n^2), exact with zeros."""
+    by the exclusive product before ``j``. O(n^2), and a polynomial in ``x``: under
+    ``create_graph`` its derivatives are right at zeros too, where :func:`_first_zero`'s
+    masks are constants (PyTorch's choice for double backward)."""
     n = x.shape[-1]
     positions = xp.arange(n, device=device_of(x))
     after = positions[None, :] > positions[:, None]  # [j, i]: i > j
@@ -196,23 +214,35 @@ def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial
     axis, (x, g, ans) = _cumulative_layout(xp, axis, x, g, ans)
     if include_initial:  # the initial one does not depend on x
         g, ans = g[..., 1:], ans[..., 1:]
+    # d ans_k / d x_j = ans_k / x_j for k >= j before the first zero: a reversed running sum
     if host_reads(x) and not bool(xp.any(x == 0)):
-        # d ans_k / d x_j = ans_k / x_j for k >= j: a reversed running sum.
-        totals = xp.flip(xp.cumulative_sum(xp.flip(g * conj(xp, ans), axis=-1), axis=-1), axis=-1)
-        return xp.moveaxis(totals / conj(xp, x), -1, axis)
-    summed = xp.sum(conj(xp, _partial_products(xp, x)) * g[..., None, :], axis=-1)
-    return xp.moveaxis(conj(xp, _exclusive_cumprod(xp, x)) * summed, -1, axis)
+        return xp.moveaxis(_reverse_cumsum(xp, g * conj(xp, ans)) / conj(xp, x), -1, axis)
+    if recorded(x):
+        summed = xp.sum(conj(xp, _partial_products(xp, x)) * g[..., None, :], axis=-1)
+        return xp.moveaxis(conj(xp, _exclusive_cumprod(xp, x)) * summed, -1, axis)
+    before, first, without = _first_zero(xp, x)
+    before_zero = _reverse_cumsum(xp, g * conj(xp, ans)) / conj(
+        xp, xp.where(before, x, xp.ones_like(x)))
+    at_zero = xp.where(first, _reverse_cumsum(xp, g * conj(xp, without)), xp.zeros_like(g))
+    return xp.moveaxis(xp.where(before, before_zero, at_zero), -1, axis)
 
 
 def jvp_cumulative_prod(xp, t, x, ans, *, axis=None, dtype=None, include_initial=False):
-    axis, (x, t, ans) = _cumulative_layout(xp, axis, x, t, ans)
+    axis, (x, t, full) = _cumulative_layout(xp, axis, x, t, ans)
+    ans = full[..., 1:] if include_initial else full
     if host_reads(x) and not bool(xp.any(x == 0)):
-        tangent = (ans[..., 1:] if include_initial else ans) * xp.cumulative_sum(t / x, axis=-1)
-    else:
+        tangent = ans * xp.cumulative_sum(t / x, axis=-1)
+    elif recorded(x):
         weighted = t * _exclusive_cumprod(xp, x)
         tangent = xp.sum(weighted[..., :, None] * _partial_products(xp, x), axis=-2)
+    else:
+        before, first, without = _first_zero(xp, x)
+        zeros = xp.zeros_like(t)
+        scaled = xp.where(before, t / xp.where(before, x, xp.ones_like(x)), zeros)
+        at_zero = xp.sum(xp.where(first, t, zeros), axis=-1, keepdims=True)
+        tangent = xp.where(before, ans * xp.cumulative_sum(scaled, axis=-1), at_zero * without)
     if include_initial:  # (ans's first entry: the tangent has none along an empty axis)
-        tangent = xp.concat([xp.zeros_like(ans[..., :1]), tangent], axis=-1)
+        tangent = xp.concat([xp.zeros_like(full[..., :1]), tangent], axis=-1)
     return xp.moveaxis(tangent, -1, axis)
 
 
