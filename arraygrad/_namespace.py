@@ -213,8 +213,10 @@ class _Recorder(Arguments):
             if value.__class__ is Variable and value._backend is backend:
                 raw_inputs.append(value._values)
                 recording = recording or value._requires_grad
-            elif self.numbers and value.__class__ in _NUMBERS or self.constant(value):
-                raw_inputs.append(value)  # (a Python number, or an array: a constant)
+            elif self.numbers and value.__class__ in _NUMBERS:
+                raw_inputs.append(value)  # (a Python number)
+            elif self.constant(value):
+                raw_inputs.append(backend.coerce(value))  # (an array, or NumPy's float64)
             else:
                 return self.checked_call(args, kwargs)
         out = self.raw_function(*raw_inputs)
@@ -224,10 +226,10 @@ class _Recorder(Arguments):
         return self.record(args, raw_inputs, out, None)
 
     def constant(self, value) -> bool:
-        """Whether ``value`` may be taken as it is: an array of this backend's, of a type
-        ``coerce`` leaves alone, of a library whose autograd tracks nothing (torch's: checked)."""
-        kind, backend = value.__class__, self.backend
-        return _owners.get(kind) is backend and kind in backend._plain_types and not self.tracks
+        """Whether ``value`` may be taken as a constant array after ``coerce`` (which makes
+        NumPy's scalars 0-d arrays, and refuses masked arrays): an array of this backend's, of
+        a library whose autograd tracks nothing (torch's tensors: checked)."""
+        return _owners.get(value.__class__) is self.backend and not self.tracks
 
     def call_with_options(self, args, kwargs):
         """A call with options: passed on unchanged where the arrays are Variables or plain
@@ -242,7 +244,7 @@ class _Recorder(Arguments):
             if v.__class__ is Variable and v._backend is backend:
                 raw_inputs.append(v._values)
             elif self.constant(v):
-                raw_inputs.append(v)
+                raw_inputs.append(backend.coerce(v))
             else:
                 return self.checked_call(args, kwargs)
         if (options or kwargs) and not _plain_options(options, kwargs, self.reads):

@@ -287,8 +287,9 @@ def test_index_keys_of_python_integers_take_the_fast_path_others_are_checked(key
 
 def test_arrays_of_the_backend_are_constants_without_the_checks(rng, checked):
     """``X @ w`` and ``y * raw`` with a NumPy array: taken as a constant on the fast path, with
-    NumPy's value and the gradient in ``w`` alone; what is no plain array of the backend (a
-    masked array, a list) still goes through the checks, which convert or refuse it."""
+    NumPy's value and the gradient in ``w`` alone; a masked array is refused there by the
+    backend's ``coerce``, and what no backend owns (a list) goes through the checks, which
+    convert it."""
     xp = ag.namespace("numpy")
     X, a = rng.standard_normal((5, 3)), rng.standard_normal(3)
     w = ag.Variable(a, requires_grad=True)
@@ -300,7 +301,29 @@ def test_arrays_of_the_backend_are_constants_without_the_checks(rng, checked):
     with pytest.raises(TypeError, match="MaskedArray"):
         xp.multiply(np.ma.masked_array(a, [0, 1, 0]), w)
     np.testing.assert_allclose(xp.add(w, [1.0, 2.0, 3.0]).data, a + [1.0, 2.0, 3.0])
-    assert checked == ["multiply", "add"]
+    assert checked == ["add"]
+
+
+@pytest.mark.parametrize("scalar", [np.float64(2.5), np.float32(2.5), np.int64(3)],
+                         ids=["float64", "float32", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numpy_scalars_are_constants_without_the_checks(rng, checked, scalar, dtype):
+    """``x * np.float64(2.5)``, as SciPy's and NumPy users' code makes them (a reduction's
+    result, ``dtype.type(2)``): a 0-d array on the fast path, so the result's dtype is NumPy's
+    for a 0-d array (float64 from float32 times a float64 scalar) and the gradient is right."""
+    xp = ag.namespace("numpy")
+    a = rng.standard_normal(3).astype(dtype)
+    w = ag.Variable(a, requires_grad=True)
+    w * scalar  # (the first value of a type is checked, which finds its backend)
+    checked.clear()
+    y, z = w * scalar, xp.subtract(scalar, w)
+    assert checked == [] and y.grad_fn is not None and type(y.data) is np.ndarray
+    expected = a * np.asarray(scalar)
+    assert y.dtype == expected.dtype and z.dtype == (np.asarray(scalar) - a).dtype
+    np.testing.assert_array_equal(y.data, expected)
+    xp.sum(y * y + z).backward()
+    np.testing.assert_allclose(w.grad.data, 2 * a * float(scalar) ** 2 - 1, rtol=1e-6)
+    assert w.grad.dtype == a.dtype
 
 
 def test_arrays_of_the_backend_beside_options_skip_the_checks_too(rng, checked):
