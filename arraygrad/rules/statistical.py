@@ -210,29 +210,45 @@ def _partial_products(xp, x):
     return xp.triu(xp.cumulative_prod(rows, axis=-1))
 
 
+def _cumprod_formula(xp, x) -> str:
+    """Which formula ``cumulative_prod``'s derivatives take: ``"divide"`` (``ans_k / x_j``)
+    without zeros; the ``"exact"`` partial products where the rule is itself differentiated,
+    or where an entry is infinite or NaN (``inf * 0`` in ``ans`` would spoil the others);
+    else ``"first zero"``, O(n) per slice (:func:`_first_zero`)."""
+    reads = host_reads(x)
+    if reads and not bool(xp.any(x == 0)):
+        return "divide"
+    if recorded(x) or reads and not bool(xp.all(xp.isfinite(x))):
+        return "exact"
+    return "first zero"
+
+
 def vjp_cumulative_prod(xp, g, x, ans, *, axis=None, dtype=None, include_initial=False):
     axis, (x, g, ans) = _cumulative_layout(xp, axis, x, g, ans)
     if include_initial:  # the initial one does not depend on x
         g, ans = g[..., 1:], ans[..., 1:]
+    formula = _cumprod_formula(xp, x)
     # d ans_k / d x_j = ans_k / x_j for k >= j before the first zero: a reversed running sum
-    if host_reads(x) and not bool(xp.any(x == 0)):
+    if formula == "divide":
         return xp.moveaxis(_reverse_cumsum(xp, g * conj(xp, ans)) / conj(xp, x), -1, axis)
-    if recorded(x):
+    if formula == "exact":
         summed = xp.sum(conj(xp, _partial_products(xp, x)) * g[..., None, :], axis=-1)
         return xp.moveaxis(conj(xp, _exclusive_cumprod(xp, x)) * summed, -1, axis)
     before, first, without = _first_zero(xp, x)
-    before_zero = _reverse_cumsum(xp, g * conj(xp, ans)) / conj(
+    zeros = xp.zeros_like(g)
+    before_zero = _reverse_cumsum(xp, xp.where(before, g * conj(xp, ans), zeros)) / conj(
         xp, xp.where(before, x, xp.ones_like(x)))
-    at_zero = xp.where(first, _reverse_cumsum(xp, g * conj(xp, without)), xp.zeros_like(g))
+    at_zero = xp.where(first, _reverse_cumsum(xp, g * conj(xp, without)), zeros)
     return xp.moveaxis(xp.where(before, before_zero, at_zero), -1, axis)
 
 
 def jvp_cumulative_prod(xp, t, x, ans, *, axis=None, dtype=None, include_initial=False):
     axis, (x, t, full) = _cumulative_layout(xp, axis, x, t, ans)
     ans = full[..., 1:] if include_initial else full
-    if host_reads(x) and not bool(xp.any(x == 0)):
+    formula = _cumprod_formula(xp, x)
+    if formula == "divide":
         tangent = ans * xp.cumulative_sum(t / x, axis=-1)
-    elif recorded(x):
+    elif formula == "exact":
         weighted = t * _exclusive_cumprod(xp, x)
         tangent = xp.sum(weighted[..., :, None] * _partial_products(xp, x), axis=-2)
     else:
