@@ -175,7 +175,8 @@ def _cumulative_prod_inputs(xp, x, options):
 
 def vjp_masked_cumulative_prod(xp, g, x, **options):
     counted, filled, ans = _cumulative_prod_inputs(xp, x, options)
-    g = _zeroed(xp, g, _counted_out(xp, counted, options))
+    # g unmasked, 0 where it is masked: the built-in rule's running sums would carry its mask
+    g = _filled(xp, g, _counted(xp, g) * _counted_out(xp, counted, options), 0)
     return counted * RULES["cumulative_prod"].vjps[0](xp, g, filled, ans, **options)
 
 
