@@ -169,11 +169,16 @@ defvjp("prod",
            _prod_others(xp, x, ans, axis, keepdims) * t, axis=axis, keepdims=keepdims),))
 
 
+def _reverse_cumsum(xp, a, axis=-1):
+    """``[..., j] = sum_{k >= j} a[..., k]`` along ``axis``."""
+    return xp.flip(xp.cumulative_sum(xp.flip(a, axis=axis), axis=axis), axis=axis)
+
+
 def vjp_cumulative_sum(xp, g, x_shape, *, axis=None, dtype=None, include_initial=False):
     axis = 0 if axis is None else axis
     if include_initial:  # the initial zero does not depend on x
         g = slice_along(g, axis, 1, None)
-    return xp.flip(xp.cumulative_sum(xp.flip(g, axis=axis), axis=axis), axis=axis)
+    return _reverse_cumsum(xp, g, axis)
 
 
 def _cumulative_layout(xp, axis, x, *others):
@@ -182,9 +187,6 @@ def _cumulative_layout(xp, axis, x, *others):
     return axis, [xp.moveaxis(a, axis, -1) for a in (x, *others)]
 
 
-def _reverse_cumsum(xp, a):
-    """``[..., j] = sum_{k >= j} a[..., k]``."""
-    return xp.flip(xp.cumulative_sum(xp.flip(a, axis=-1), axis=-1), axis=-1)
 
 
 def _first_zero(xp, x):
